@@ -1,0 +1,40 @@
+# `make book`: everything from a fresh clone to the site in _build/html.
+# `make test`: the package's tests plus a build of the whole book on the quick model.
+# The IMDb archive: $ATTNXAI_IMDB_ARCHIVE if set (a local copy), else downloaded and md5-checked.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+export ATTNXAI_CACHE ?= $(CURDIR)/.cache
+export PYTHONHASHSEED := 0
+
+.PHONY: book test setup data model bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[book,test]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+data: setup
+	$(BIN)/python -c "import attnxai; print(attnxai.load_imdb())"
+
+model: data
+	$(BIN)/python -m attnxai train --profile paper
+
+book: model
+	$(BIN)/jupyter-book build . -W --keep-going
+	@echo "Open _build/html/index.html, or: $(BIN)/python -m http.server -d _build/html 8000"
+
+test: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python benchmarks/bench_train.py
+
+clean:
+	rm -rf _build

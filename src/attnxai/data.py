@@ -1,0 +1,188 @@
+"""IMDb (Large Movie Review Dataset v1.0): download, verification, reading, the paper's split.
+
+The archive is never extracted: reviews are streamed straight out of the ``.tar.gz``.
+
+Where the archive comes from, in order of precedence:
+
+1. the ``archive=`` argument of :func:`archive_path` / :func:`load_imdb`;
+2. the environment variable ``ATTNXAI_IMDB_ARCHIVE`` (tests and CI point it at
+   ``../shared/data/aclImdb_v1_labeled.tar.gz``);
+3. the official archive, downloaded once with :mod:`pooch` (md5 checked) into the user cache
+   folder (``ATTNXAI_CACHE`` overrides it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import platformdirs
+
+#: The official archive and its published md5.
+IMDB_URL = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
+IMDB_MD5 = "7c2ac02c03563afcf9b574c7e56c153a"
+#: sha256 of the official archive and of the labelled-only copy that CI uses.
+KNOWN_SHA256 = {
+    "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066": "aclImdb_v1_labeled.tar.gz",
+}
+ENV_ARCHIVE = "ATTNXAI_IMDB_ARCHIVE"
+ENV_CACHE = "ATTNXAI_CACHE"
+
+#: The paper's split of the official train set.
+N_TRAIN, N_VALID, N_TEST = 20_000, 5_000, 25_000
+SPLIT_SEED = 42
+
+_MEMBER = re.compile(r"^aclImdb/(train|test)/(pos|neg)/(\d+)_(\d+)\.txt$")
+
+
+class DataError(RuntimeError):
+    """The IMDb archive is missing, truncated or not the expected file."""
+
+
+def cache_dir() -> Path:
+    """Root of everything attnxai caches (data, trained models). ``ATTNXAI_CACHE`` overrides."""
+    root = os.environ.get(ENV_CACHE) or platformdirs.user_cache_dir("attnxai")
+    path = Path(root).expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_md5(path: str | os.PathLike) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def download_imdb(dest: str | os.PathLike | None = None) -> Path:
+    """Download the official archive (84 MB) once, check its md5, return its path."""
+    import pooch
+
+    folder = Path(dest) if dest is not None else cache_dir() / "data"
+    try:
+        path = pooch.retrieve(
+            IMDB_URL, known_hash=f"md5:{IMDB_MD5}", fname="aclImdb_v1.tar.gz",
+            path=folder, progressbar=True,
+        )
+    except Exception as exc:  # network errors come in many types; say what to do instead
+        raise DataError(
+            f"could not download the IMDb archive from {IMDB_URL} ({exc}). If you have the archive "
+            f"on disk, set {ENV_ARCHIVE}=/path/to/aclImdb_v1.tar.gz (or pass archive=...)."
+        ) from exc
+    return Path(path)
+
+
+def archive_path(archive: str | os.PathLike | None = None, *, verify: bool = True) -> Path:
+    """Resolve and check the IMDb archive (see module docstring for the precedence).
+
+    With ``verify=True`` a local archive must have the official md5 or the sha256 of the
+    labelled copy; anything else (a truncated download, another file) raises :class:`DataError`.
+    """
+    source = "archive argument"
+    if archive is None and os.environ.get(ENV_ARCHIVE):
+        archive, source = os.environ[ENV_ARCHIVE], f"${ENV_ARCHIVE}"
+    if archive is None:
+        return download_imdb()
+    path = Path(archive).expanduser()
+    if not path.is_file():
+        raise DataError(
+            f"IMDb archive not found: {path} (from the {source}). Point {ENV_ARCHIVE} at "
+            "aclImdb_v1.tar.gz, or unset it to download the official archive."
+        )
+    if verify:
+        sha = file_sha256(path)
+        if sha not in KNOWN_SHA256 and file_md5(path) != IMDB_MD5:
+            raise DataError(
+                f"{path} is not the IMDb archive this book expects (sha256 {sha[:16]}..., "
+                f"size {path.stat().st_size} bytes): it may be truncated or a different file. "
+                f"Download it again from {IMDB_URL} (md5 {IMDB_MD5}), or pass verify=False to "
+                "read it anyway."
+            )
+    return path
+
+
+@dataclass(frozen=True)
+class Review:
+    """One review: ``label`` is 1 for positive, ``rating`` the star rating in the file name."""
+
+    text: str
+    label: int
+    rating: int
+    id: int
+    split: str  # "train" or "test": the official folder it came from
+
+
+def read_archive(path: str | os.PathLike) -> dict[str, list[Review]]:
+    """All labelled reviews of the archive, ``{"train": [...], "test": [...]}``, sorted by path."""
+    out: dict[str, list[tuple[str, Review]]] = {"train": [], "test": []}
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                m = _MEMBER.match(member.name)
+                if m is None or not member.isfile():
+                    continue
+                split, pol, rid, rating = m.groups()
+                raw = tar.extractfile(member).read()  # type: ignore[union-attr]
+                review = Review(raw.decode("utf-8"), int(pol == "pos"), int(rating), int(rid), split)
+                out[split].append((member.name, review))
+    except (tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"could not read the IMDb archive {path}: {exc}. It may be truncated: "
+                        "download it again.") from exc
+    if not out["train"] or not out["test"]:
+        raise DataError(f"{path} holds no aclImdb/{{train,test}}/{{pos,neg}}/*.txt reviews: "
+                        "is it the IMDb archive?")
+    return {k: [r for _, r in sorted(v, key=lambda p: p[0])] for k, v in out.items()}
+
+
+@dataclass
+class IMDb:
+    """The paper's three splits; ``checksum`` identifies the archive (used in cache keys)."""
+
+    train: list[Review]
+    valid: list[Review]
+    test: list[Review]
+    checksum: str
+
+    def __repr__(self) -> str:
+        return (f"IMDb(train={len(self.train)}, valid={len(self.valid)}, test={len(self.test)}, "
+                f"checksum={self.checksum[:12]})")
+
+
+_CACHE: dict[tuple[str, int], IMDb] = {}
+
+
+def load_imdb(archive: str | os.PathLike | None = None, *, seed: int = SPLIT_SEED,
+              verify: bool = True) -> IMDb:
+    """Load the paper's split: 20,000 train / 5,000 validation (from the official train set,
+    shuffled with ``seed``) and the 25,000 official test reviews.
+
+    Results are memoised per (archive, seed) for the life of the process.
+    """
+    path = archive_path(archive, verify=verify)
+    key = (str(path.resolve()), seed)
+    if key in _CACHE:
+        return _CACHE[key]
+    parts = read_archive(path)
+    train_all = parts["train"]
+    perm = np.random.default_rng(seed).permutation(len(train_all))
+    n_valid = len(train_all) * N_VALID // (N_TRAIN + N_VALID)
+    valid = [train_all[i] for i in perm[:n_valid]]
+    train = [train_all[i] for i in perm[n_valid:]]
+    data = IMDb(train, valid, parts["test"], checksum=file_sha256(path))
+    _CACHE[key] = data
+    return data

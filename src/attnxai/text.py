@@ -1,0 +1,137 @@
+"""Tokenizer (torchtext's ``basic_english``, rewritten), the authors' LIME normalisation, vocabulary.
+
+torchtext no longer builds against current PyTorch, so :func:`tokenize` re-implements
+``torchtext.data.utils.get_tokenizer("basic_english")`` rule for rule, in the same order:
+
+1. lowercase the whole text;
+2. ``'``  -> `` '  `` (an apostrophe becomes its own token: ``don't`` -> ``don ' t``);
+3. ``"``  -> removed;
+4. ``.``  -> `` . `` (so ``...`` gives three ``.`` tokens; ``3.5`` gives ``3 . 5``);
+5. ``<br />`` -> space (IMDb's line breaks);
+6. ``,`` ``(`` ``)`` ``!`` ``?`` -> the character surrounded by spaces (own token);
+7. ``;`` ``:`` -> space;
+8. split on runs of whitespace.
+
+Everything else (``-``, ``*``, ``/``, digits, non-ASCII letters, ``<`` of other tags) stays inside
+words. The tokens are therefore lowercase; the vocabulary's specials ``[PAD]``, ``[CLS]``,
+``UNK`` are uppercase and can never collide with a word.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"'"), " '  "),
+    (re.compile(r'"'), ""),
+    (re.compile(r"\."), " . "),
+    (re.compile(r"<br \/>"), " "),
+    (re.compile(r","), " , "),
+    (re.compile(r"\("), " ( "),
+    (re.compile(r"\)"), " ) "),
+    (re.compile(r"\!"), " ! "),
+    (re.compile(r"\?"), " ? "),
+    (re.compile(r"\;"), " "),
+    (re.compile(r"\:"), " "),
+    (re.compile(r"\s+"), " "),
+]
+_NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
+_WORD_CHAR = re.compile(r"[0-9A-Za-z]")
+
+PAD, CLS, UNK = "[PAD]", "[CLS]", "UNK"
+SPECIALS = (PAD, CLS, UNK)
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into tokens exactly as torchtext's ``basic_english`` does (module docstring)."""
+    if not isinstance(text, str):
+        raise TypeError(f"tokenize expects a str, got {type(text).__name__}")
+    line = text.lower()
+    for pattern, repl in _RULES:
+        line = pattern.sub(repl, line)
+    return line.split()
+
+
+def normalize_for_lime(text: str, max_tokens: int = 255) -> str:
+    """The authors' preprocessing before LIME: every non-alphanumeric run becomes a space, the
+    text is tokenised, truncated to ``max_tokens`` tokens (the model's length minus ``[CLS]``) and
+    re-joined with single spaces.
+
+    On the result, lime's words (it splits on ``\\W+``) and the model's tokens coincide, which is
+    what makes the fast LIME paths of :mod:`attnxai.lime` possible. Non-ASCII letters count as
+    non-alphanumeric here (``café`` -> ``caf``), as in an ASCII regular expression.
+    """
+    tokens = tokenize(_NON_ALNUM.sub(" ", text))
+    if not tokens:
+        raise ValueError("text has no alphanumeric character: nothing is left to explain")
+    return " ".join(tokens[:max_tokens])
+
+
+class Vocab:
+    """Word <-> id map. Ids 0, 1, 2 are ``[PAD]``, ``[CLS]``, ``UNK``; unknown words map to ``UNK``.
+
+    The lowercase word ``unk`` also maps to ``UNK``: the tokenizer lowercases LIME's mask string
+    ``"UNK"``, and a masked word must reach the model as the UNK token, not as a rare word.
+    """
+
+    def __init__(self, words: Sequence[str]):
+        itos = list(SPECIALS) + [w for w in words if w not in SPECIALS and w != "unk"]
+        if len(set(itos)) != len(itos):
+            raise ValueError("vocabulary words must be distinct")
+        self.itos: list[str] = itos
+        self.stoi: dict[str, int] = {w: i for i, w in enumerate(itos)}
+        self.stoi["unk"] = self.unk_id
+
+    pad_id, cls_id, unk_id = 0, 1, 2
+
+    @classmethod
+    def build(cls, texts: Iterable[str], min_freq: int = 1) -> "Vocab":
+        """Vocabulary of the tokens of ``texts`` seen at least ``min_freq`` times, most frequent
+        first (ties in alphabetical order, so the result does not depend on input order)."""
+        if min_freq < 1:
+            raise ValueError(f"min_freq must be >= 1, got {min_freq}")
+        counts: Counter[str] = Counter()
+        for text in texts:
+            counts.update(tokenize(text))
+        words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
+        return cls(words)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.stoi
+
+    def lookup(self, tokens: Iterable[str]) -> list[int]:
+        return [self.stoi.get(t, self.unk_id) for t in tokens]
+
+    def encode(self, text: str, max_len: int = 256, *, truncate: bool = True) -> list[int]:
+        """``[CLS]`` followed by the ids of ``tokenize(text)``; at most ``max_len`` ids in all.
+
+        Raises ``ValueError`` for a text with no word character (empty, blank, punctuation only),
+        and for a text longer than ``max_len - 1`` tokens when ``truncate=False``.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"encode expects a str, got {type(text).__name__}")
+        if not _WORD_CHAR.search(text):
+            kind = "empty" if not text.strip() else "without any letter or digit"
+            raise ValueError(f"cannot encode a text {kind}: {text[:40]!r}")
+        tokens = tokenize(text)
+        if len(tokens) > max_len - 1 and not truncate:
+            raise ValueError(f"text has {len(tokens)} tokens but the model accepts {max_len - 1} "
+                             "(plus [CLS]); pass truncate=True to keep the first ones")
+        return [self.cls_id] + self.lookup(tokens[: max_len - 1])
+
+    def decode(self, ids: Iterable[int], *, skip_pad: bool = True) -> list[str]:
+        return [self.itos[int(i)] for i in ids if not (skip_pad and int(i) == self.pad_id)]
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.itos[len(SPECIALS):], ensure_ascii=False))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Vocab":
+        return cls(json.loads(Path(path).read_text()))

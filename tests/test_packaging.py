@@ -1,0 +1,29 @@
+"""environment.yml (conda/Binder) and pyproject.toml list the same dependencies."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _names(specs):
+    return {re.split(r"[<>=!~\[ ;]", s.strip(), maxsplit=1)[0].lower() for s in specs}
+
+
+def test_environment_yml_matches_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + project["optional-dependencies"]["book"] \
+        + project["optional-dependencies"]["test"]
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    listed = [s for s in pip if not s.startswith("-")]
+    assert _names(listed) == _names(deps)
+    assert "torch==2.13.0" in listed and "torch==2.13.0" in deps
+
+
+def test_torch_pinned_in_constraints():
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    assert "torch==2.13.0" in lines

@@ -1,0 +1,92 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from attnxai import checkpoint
+from attnxai.checkpoint import Pretrained, load, pretrained, save
+from attnxai.data import IMDb
+from attnxai.train import get_config, train
+
+
+@pytest.fixture(scope="module")
+def tiny_data(imdb):
+    """A 600-review slice so that training twice stays cheap."""
+    return IMDb(imdb.train[:400], imdb.valid[:100], imdb.test[:100], checksum=imdb.checksum)
+
+
+TINY = dict(n_train=400, n_valid=100, n_test=100, epochs=1, batch_size=32, lr=1e-3, min_freq=2,
+            d_embed=16, d_attn=8, d_value=8, n_heads=2, max_len=64)
+
+
+def test_same_seed_same_weights(tiny_data):
+    cfg = get_config("quick", **TINY)
+    m1, v1, _ = train(cfg, tiny_data, progress=False)
+    m2, v2, met = train(cfg, tiny_data, progress=False)
+    assert v1.itos == v2.itos
+    for (n, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
+        assert torch.equal(a, b), n
+    assert {"train_accuracy", "valid_accuracy", "test_accuracy", "train_seconds", "history"} <= set(met)
+    m3, _, _ = train(get_config("quick", **{**TINY, "seed": 7}), tiny_data, progress=False)
+    assert not torch.equal(m1.W_q, m3.W_q)
+
+
+def test_checkpoint_round_trip(tiny_data, tmp_path):
+    cfg = get_config("quick", **TINY)
+    model, vocab, metrics = train(cfg, tiny_data, progress=False)
+    conf = {"train": cfg.to_dict(), "model": model.config}
+    path = save(Pretrained(model, vocab, conf, metrics), tmp_path / "ckpt")
+    assert sorted(p.name for p in path.iterdir()) == sorted(checkpoint._FILES)
+    back = load(path)
+    for (n, a), (_, b) in zip(model.state_dict().items(), back.model.state_dict().items()):
+        assert torch.equal(a, b), n
+    text = "a truly wonderful film"
+    assert np.allclose(back.predict_logits([text]), Pretrained(model, vocab, conf, metrics).predict_logits([text]))
+    assert back.model.W_e.dtype == torch.float32
+    assert load(path, dtype=torch.float64).model.W_e.dtype == torch.float64
+    assert json.loads((path / "metrics.json").read_text())["test_accuracy"] == metrics["test_accuracy"]
+
+
+def test_unknown_checkpoint_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint folder"):
+        load(tmp_path / "missing")
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="missing"):
+        load(tmp_path / "half")
+
+
+def test_unknown_profile():
+    with pytest.raises(ValueError, match="unknown profile 'fast'"):
+        get_config("fast")
+
+
+def test_quick_profile_is_cached_and_learns(quick_model):
+    assert quick_model.metrics["test_accuracy"] > 0.6
+    again = pretrained("quick", progress=False, train_if_missing=False)
+    assert again.path == quick_model.path
+
+
+def test_pretrained_text_api(quick_model):
+    ids = quick_model.encode(["great", "a terrible terrible film"])
+    assert ids.shape == (2, 4) and ids[0, 2] == quick_model.vocab.pad_id
+    assert quick_model.tokens("Great film!") == ["[CLS]", "great", "film", "!"]
+    logits = quick_model.predict_logits(["great", "", "!!!"])  # lime may empty a document
+    assert logits.shape == (3, 2) and np.isfinite(logits).all()
+    with pytest.raises(ValueError, match="empty"):
+        quick_model.encode("   ")
+    with pytest.raises(ValueError, match="without any letter"):
+        quick_model.encode("?!")
+    with pytest.raises(ValueError, match="no texts"):
+        quick_model.encode([])
+
+
+def test_cli_info_and_errors(quick_model):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "attnxai", *a], capture_output=True, text=True)
+    out = run("info", "--profile", "quick")
+    assert out.returncode == 0 and '"test_accuracy"' in out.stdout
+    bad = run("train", "--profile", "nope")
+    assert bad.returncode == 2 and "unknown profile 'nope'" in bad.stderr
