@@ -72,7 +72,7 @@ def test_quick_profile_is_cached_and_learns(quick_model):
 
 def test_pretrained_text_api(quick_model):
     ids = quick_model.encode(["great", "a terrible terrible film"])
-    assert ids.shape == (2, 4) and ids[0, 2] == quick_model.vocab.pad_id
+    assert ids.shape == (2, 5) and ids[0, 2] == quick_model.vocab.pad_id
     assert quick_model.tokens("Great film!") == ["[CLS]", "great", "film", "!"]
     logits = quick_model.predict_logits(["great", "", "!!!"])  # lime may empty a document
     assert logits.shape == (3, 2) and np.isfinite(logits).all()

@@ -133,7 +133,8 @@ class AttentionClassifier(nn.Module):
     # ------------------------------------------------------------------ forward
     def embed(self, ids: Tensor) -> Tensor:
         """``e = W_e[ids] + p`` for already checked ids: (B, T, d_embed)."""
-        return self.W_e[ids] + self.P[: ids.shape[1]].to(self.W_e.dtype)
+        # F.embedding, not W_e[ids]: its CPU backward is deterministic (index_put is not).
+        return nn.functional.embedding(ids, self.W_e) + self.P[: ids.shape[1]].to(self.W_e.dtype)
 
     def forward(self, ids: Tensor, return_internals: bool = False) -> Tensor | Internals:
         """Logits (B, n_classes); with ``return_internals=True`` an :class:`Internals`."""
