@@ -77,3 +77,29 @@ def test_wrong_file_and_small_archive(tmp_path):
     _make_archive(other, {"something/else.txt": "x"})
     with pytest.raises(DataError, match="holds no aclImdb"):
         read_archive(other)
+
+
+def test_download_failure_says_what_to_do(tmp_path, monkeypatch):
+    import pooch
+
+    def offline(*a, **k):
+        raise ConnectionError("network is unreachable")
+
+    monkeypatch.setattr(pooch, "retrieve", offline)
+    monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
+    with pytest.raises(DataError, match=r"could not download.*ATTNXAI_IMDB_ARCHIVE"):
+        archive_path()
+
+
+def test_download_checks_md5(tmp_path, monkeypatch):
+    import pooch
+
+    seen = {}
+
+    def fake_retrieve(url, known_hash, fname, path, progressbar):
+        seen.update(url=url, known_hash=known_hash)
+        return str(tmp_path / fname)
+
+    monkeypatch.setattr(pooch, "retrieve", fake_retrieve)
+    data.download_imdb(tmp_path)
+    assert seen == {"url": data.IMDB_URL, "known_hash": "md5:7c2ac02c03563afcf9b574c7e56c153a"}

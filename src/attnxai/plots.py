@@ -36,3 +36,51 @@ def token_html(tokens: Sequence[str], weights: Sequence[float], *, scale: float 
                      f'padding: 1px 2px; margin: 1px; border-radius: 3px">{html.escape(tok)}</span>')
     head = f"<b>{html.escape(title)}</b>: " if title else ""
     return f'<div style="line-height: 1.9; font-family: monospace">{head}{" ".join(spans)}</div>'
+
+
+def attention_heatmap(tokens: Sequence[str], alpha, *, ax=None, head_labels: Sequence[str] | None = None,
+                      annotate: bool | None = None, cmap: str = "rocket_r", title: str | None = None):
+    """Figure 3: the [CLS] attention of every head on one review, heads as rows, tokens as columns.
+
+    ``alpha`` is (K, T) (e.g. ``explainers.attention(model, ids, "none")[0]``), ``tokens`` its T
+    tokens. Rows for alpha-avg and alpha-max can be appended by the caller. ``annotate`` writes
+    the weights in the cells (default: when there are at most 25 tokens). Returns the axes.
+    """
+    a = np.asarray(alpha, dtype=float)
+    if a.ndim != 2:
+        raise ValueError(f"alpha must be (heads, tokens), got shape {a.shape}")
+    if a.shape[1] != len(tokens):
+        raise ValueError(f"{len(tokens)} tokens but alpha has {a.shape[1]} columns")
+    labels = list(head_labels) if head_labels is not None else [f"head {i + 1}" for i in range(a.shape[0])]
+    if len(labels) != a.shape[0]:
+        raise ValueError(f"{len(labels)} row labels for {a.shape[0]} rows")
+    annotate = a.shape[1] <= 25 if annotate is None else annotate
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(6.0, 0.42 * a.shape[1] + 1.5), 0.45 * a.shape[0] + 1.6))
+    sns.heatmap(a, ax=ax, cmap=cmap, vmin=0, vmax=max(float(np.nanmax(a)), 1e-12), annot=annotate,
+                fmt=".2f", annot_kws={"fontsize": 7}, xticklabels=list(tokens), yticklabels=labels,
+                cbar_kws={"label": r"$\alpha_t$", "pad": 0.01}, linewidths=0.3, linecolor="white")
+    ax.tick_params(axis="x", labelrotation=90, labelsize=8)
+    ax.tick_params(axis="y", labelrotation=0)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def explanations_html(tokens: Sequence[str], scores: dict[str, Sequence[float]], *,
+                      shared_scale: bool = False) -> str:
+    """Figure 1: one shaded line of tokens per explainer (see :func:`token_html`).
+
+    Each explainer has its own scale (its strongest token fully coloured) unless
+    ``shared_scale``; NaN scores (e.g. a missing LIME word) are shown unshaded.
+    """
+    rows = []
+    top = max((np.nanmax(np.abs(np.asarray(v, float))) for v in scores.values()), default=1.0)
+    width = max((len(k) for k in scores), default=0)
+    for name, w in scores.items():
+        w = np.nan_to_num(np.asarray(w, dtype=float), nan=0.0)
+        label = name.ljust(width).replace(" ", "&nbsp;")
+        body = token_html(tokens, w, scale=top if shared_scale else None)
+        rows.append(body.replace('font-family: monospace">',
+                                 f'font-family: monospace"><b>{label}</b>&nbsp; ', 1))
+    return "\n".join(rows)

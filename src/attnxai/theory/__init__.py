@@ -1,4 +1,7 @@
 """Closed forms from the paper (and beyond it), each checked against the package's explainers.
 
-Submodules: :mod:`~attnxai.theory.gradient` (Section 4) and the LIME limits (Section 5).
+Submodules: :mod:`~attnxai.theory.gradient_theorem` (Section 4; ``theory.gradient(model, ids)``) and the LIME limits (Section 5).
 """
+
+from . import gradient_theorem  # noqa: E402,F401  Section 4: the gradient theorem
+from .gradient_theorem import gradient, gradient_terms, gradient_x_input  # noqa: E402,F401
