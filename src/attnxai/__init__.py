@@ -9,6 +9,7 @@ from .checkpoint import Pretrained, load, pretrained, save
 from .data import load_imdb
 from .model import AttentionClassifier, Internals
 from .text import Vocab, normalize_for_lime, tokenize
+from . import lime  # noqa: F401  attnxai.lime.explain: lime's exact answer, fast (issue 4)
 
 __version__ = "0.1.0"
 __all__ = ["AttentionClassifier", "Internals", "Pretrained", "Vocab", "load", "load_imdb",

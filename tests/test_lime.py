@@ -1,0 +1,398 @@
+"""attnxai.lime against the real lime 0.2.0.1: same masks, same weights, same coefficients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse
+import torch
+from lime.lime_text import LimeTextExplainer
+from sklearn.linear_model import Ridge
+from sklearn.metrics.pairwise import pairwise_distances
+from threadpoolctl import threadpool_limits
+
+import attnxai
+from attnxai import lime as L
+from attnxai.checkpoint import Pretrained
+from attnxai.model import AttentionClassifier
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_blas_thread():
+    # the machine is shared: a 2-thread BLAS waiting for a busy core is 10x slower
+    with threadpool_limits(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def reviews(imdb):
+    """Three normalised test reviews: short, medium, and 255 tokens (the model's limit)."""
+    texts = [attnxai.normalize_for_lime(r.text) for r in imdb.test[:400]]
+    lengths = np.array([len(t.split()) for t in texts])
+    short = texts[int(np.flatnonzero(lengths < 60)[0])]
+    medium = texts[int(np.flatnonzero((lengths > 120) & (lengths < 200))[0])]
+    full = texts[int(np.flatnonzero(lengths == 255)[0])]
+    return {"short": short, "medium": medium, "full": full}
+
+
+@pytest.fixture(scope="module")
+def unk_model64(quick_model64):
+    """The quick checkpoint with the authors' padding: UNK fill to max_len, attended."""
+    m = quick_model64.model
+    cfg = {**m.config, "padding": "unk"}
+    m2 = AttentionClassifier(**cfg).double()
+    m2.load_state_dict(m.state_dict())
+    m2.eval()
+    return Pretrained(m2, quick_model64.vocab, quick_model64.config, quick_model64.metrics)
+
+
+def lime_explain(classifier_fn, text, *, bow, seed, num_samples, d, mask_string="UNK",
+                 kernel_width=25):
+    exp = LimeTextExplainer(kernel_width=kernel_width, bow=bow, mask_string=mask_string,
+                            random_state=seed)
+    return exp.explain_instance(text, classifier_fn, labels=(1,), num_features=d,
+                                num_samples=num_samples)
+
+
+def assert_same(res: L.LimeResult, e, tol=1e-8):
+    coef = np.zeros(res.num_features)
+    ids = [j for j, _ in e.local_exp[1]]
+    assert sorted(ids) == list(range(res.num_features))  # lime kept every feature
+    for j, c in e.local_exp[1]:
+        coef[j] = c
+    assert res.words == list(e.domain_mapper.indexed_string.inverse_vocab)
+    np.testing.assert_allclose(res.coef, coef, rtol=0, atol=tol)
+    assert abs(res.intercept - e.intercept[1]) < tol
+    assert abs(res.score - e.score) < tol
+    assert abs(res.local_pred - e.local_pred[0]) < tol
+    np.testing.assert_allclose(res.prediction, e.predict_proba, rtol=0, atol=tol)
+
+
+# ---------------------------------------------------------------- exactness on the fast path
+@pytest.mark.parametrize("bow", [True, False])
+@pytest.mark.parametrize("which", ["short", "medium", "full"])
+@pytest.mark.parametrize("seed", [0, 20240])
+def test_fast_path_equals_lime(quick_model64, reviews, bow, which, seed):
+    text = reviews[which]
+    res = L.explain(quick_model64, text, bow=bow, num_samples=1000, random_state=seed)
+    assert res.path == "fast", res.reason
+    e = lime_explain(quick_model64.predict_logits, text, bow=bow, seed=seed, num_samples=1000,
+                     d=res.num_features)
+    assert_same(res, e)
+
+
+def test_fast_path_equals_lime_5000_samples(quick_model64, reviews):
+    text = reviews["full"]
+    res = L.explain(quick_model64, text, bow=True, num_samples=5000, random_state=3)
+    e = lime_explain(quick_model64.predict_logits, text, bow=True, seed=3, num_samples=5000,
+                     d=res.num_features)
+    assert_same(res, e)
+    assert [w for w, _ in res.as_list()[:10]] == [w for w, _ in e.as_list(label=1)[:10]]
+
+
+@pytest.mark.parametrize("bow", [True, False])
+def test_random_state_object_is_advanced_like_lime(quick_model64, reviews, bow):
+    text = reviews["short"]
+    ours, theirs = np.random.RandomState(5), np.random.RandomState(5)
+    r1 = L.explain(quick_model64, text, bow=bow, num_samples=300, random_state=ours)
+    r2 = L.explain(quick_model64, text, bow=bow, num_samples=300, random_state=ours)
+    exp = LimeTextExplainer(bow=bow, mask_string="UNK", random_state=theirs)
+    e1 = exp.explain_instance(text, quick_model64.predict_logits, labels=(1,),
+                              num_features=r1.num_features, num_samples=300)
+    e2 = exp.explain_instance(text, quick_model64.predict_logits, labels=(1,),
+                              num_features=r1.num_features, num_samples=300)
+    assert_same(r1, e1)
+    assert_same(r2, e2)
+    assert not np.allclose(r1.coef, r2.coef)
+    s1, s2 = ours.get_state(), theirs.get_state()
+    assert s1[2] == s2[2] and np.array_equal(s1[1], s2[1])
+
+
+def test_global_random_state(quick_model64, reviews):
+    """random_state=None uses numpy's global RandomState, as lime does."""
+    text = reviews["short"]
+    np.random.seed(11)
+    res = L.explain(quick_model64, text, num_samples=200, random_state=None)
+    after_ours = np.random.random()
+    np.random.seed(11)
+    e = lime_explain(quick_model64.predict_logits, text, bow=True, seed=None, num_samples=200,
+                     d=res.num_features)
+    assert np.random.random() == after_ours
+    assert_same(res, e)
+
+
+@pytest.mark.parametrize("bow", [True, False])
+def test_unk_padding_model_equals_lime(unk_model64, reviews, bow):
+    text = reviews["medium"]
+    res = L.explain(unk_model64, text, bow=bow, num_samples=600, random_state=1)
+    assert res.path == "fast"
+    e = lime_explain(unk_model64.predict_logits, text, bow=bow, seed=1, num_samples=600,
+                     d=res.num_features)
+    assert_same(res, e)
+
+
+@pytest.mark.parametrize("bow", [True, False])
+def test_other_target_and_kernel_width(quick_model64, reviews, bow):
+    text = reviews["short"]
+    res = L.explain(quick_model64, text, bow=bow, num_samples=400, random_state=2, target=0,
+                    kernel_width=3.5)
+    exp = LimeTextExplainer(kernel_width=3.5, bow=bow, mask_string="UNK", random_state=2)
+    e = exp.explain_instance(text, quick_model64.predict_logits, labels=(0,),
+                             num_features=res.num_features, num_samples=400)
+    coef = np.zeros(res.num_features)
+    for j, c in e.local_exp[0]:
+        coef[j] = c
+    np.testing.assert_allclose(res.coef, coef, rtol=0, atol=1e-8)
+    assert abs(res.intercept - e.intercept[0]) < 1e-8
+
+
+def test_tiny_documents(quick_model64):
+    """d <= 6: lime's 'auto' runs forward selection, which still keeps every feature."""
+    for text, bow in [("good", True), ("good", False), ("bad movie bad", True),
+                      ("a truly awful film", False)]:
+        res = L.explain(quick_model64, text, bow=bow, num_samples=300, random_state=4)
+        e = lime_explain(quick_model64.predict_logits, text, bow=bow, seed=4, num_samples=300,
+                         d=res.num_features)
+        assert_same(res, e)
+
+
+def test_float32_model_close_to_lime(quick_model, reviews):
+    """Fast path in float64, lime through the float32 forward: equal to float32 rounding."""
+    text = reviews["medium"]
+    res = L.explain(quick_model, text, num_samples=500, random_state=9)
+    e = lime_explain(quick_model.predict_logits, text, bow=True, seed=9, num_samples=500,
+                     d=res.num_features)
+    coef = np.zeros(res.num_features)
+    for j, c in e.local_exp[1]:
+        coef[j] = c
+    np.testing.assert_allclose(res.coef, coef, rtol=0, atol=1e-4)
+
+
+# ---------------------------------------------------------------- the generic path
+def test_generic_path_sends_lime_the_same_strings(quick_model64, reviews):
+    """Same masks in the same order: classifier_fn receives exactly lime's list of strings."""
+    raw = "This film was GOOD, not great... but good! Good acting; bad plot (very bad)."
+    for text in (raw, reviews["short"]):
+        for bow in (True, False):
+            seen_ours, seen_lime = [], []
+
+            def ours_fn(texts):
+                seen_ours.extend(texts)
+                return quick_model64.predict_logits(texts)
+
+            def lime_fn(texts):
+                seen_lime.extend(texts)
+                return quick_model64.predict_logits(texts)
+
+            res = L.explain(ours_fn, text, bow=bow, num_samples=300, random_state=8)
+            assert res.path == "generic"
+            e = lime_explain(lime_fn, text, bow=bow, seed=8, num_samples=300,
+                             d=res.num_features)
+            assert seen_ours == seen_lime
+            assert_same(res, e)
+
+
+def test_fast_and_generic_paths_agree(quick_model64, reviews):
+    for bow in (True, False):
+        fast = L.explain(quick_model64, reviews["medium"], bow=bow, num_samples=400,
+                         random_state=6, keep_data=True)
+        gen = L.explain(quick_model64, reviews["medium"], bow=bow, num_samples=400,
+                        random_state=6, keep_data=True, path="generic")
+        assert (fast.path, gen.path) == ("fast", "generic")
+        assert gen.reason == "path='generic' requested"
+        np.testing.assert_array_equal(fast.masks, gen.masks)
+        np.testing.assert_allclose(fast.labels, gen.labels, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(fast.weights, gen.weights)
+        np.testing.assert_allclose(fast.coef, gen.coef, rtol=0, atol=1e-10)
+
+
+def test_raw_text_takes_the_generic_path_and_equals_lime(quick_model64):
+    text = "A Wonderful film. The acting was superb; the ending, sadly, was weak!"
+    res = L.explain(quick_model64, text, num_samples=300, random_state=1)
+    assert res.path == "generic" and "normalize_for_lime" in res.reason
+    e = lime_explain(quick_model64.predict_logits, text, bow=True, seed=1, num_samples=300,
+                     d=res.num_features)
+    assert_same(res, e)
+    assert "Wonderful" in res.words  # lime is case-sensitive
+
+
+def test_generic_path_recovers_a_linear_function():
+    """A classifier linear in word presence: lime recovers its coefficients (up to the ridge
+    shrinkage), and our generic path returns exactly lime's numbers."""
+    beta = {"great": 2.0, "awful": -3.0, "plot": 0.5, "the": 0.0, "Acting": 1.0}
+
+    def classifier_fn(texts):
+        out = np.zeros((len(texts), 2))
+        for i, t in enumerate(texts):
+            words = set(t.replace(",", " ").replace(".", " ").split())
+            out[i, 1] = 0.3 + sum(b for w, b in beta.items() if w in words)
+            out[i, 0] = -out[i, 1]
+        return out
+
+    text = "The plot, great. Acting awful."
+    res = L.explain(classifier_fn, text, num_samples=3000, random_state=0)
+    assert res.path == "generic"
+    got = dict(zip(res.words, res.coef))
+    assert set(got) == {"The", "plot", "great", "Acting", "awful"}
+    for w, b in [("great", 2.0), ("awful", -3.0), ("plot", 0.5), ("Acting", 1.0), ("The", 0.0)]:
+        assert got[w] == pytest.approx(b, abs=0.02)
+    e = lime_explain(classifier_fn, text, bow=True, seed=0, num_samples=3000,
+                     d=res.num_features)
+    assert_same(res, e)
+
+
+# ---------------------------------------------------------------- the building blocks
+def test_sample_masks_numpy_and_native_agree_and_advance_state():
+    ok, why = L.native_status()
+    if not ok:
+        pytest.skip(f"native helper unavailable: {why}")
+    for d in (1, 2, 3, 9, 168, 255, 300):
+        for n in (2, 17, 700):
+            r1, r2 = np.random.RandomState(d + n), np.random.RandomState(d + n)
+            r1.random_sample(5), r2.random_sample(5)
+            a = L.sample_masks(d, n, r1, native=True)
+            b = L.sample_masks(d, n, r2, native=False)
+            np.testing.assert_array_equal(a, b)
+            assert r1.random_sample() == r2.random_sample()
+
+
+def test_sample_masks_are_lime_choices():
+    """Row i drops exactly lime's choice(range(d), size, replace=False)."""
+    d, n = 13, 50
+    masks = L.sample_masks(d, n, 42)
+    rs = np.random.RandomState(42)
+    sizes = rs.randint(1, d + 1, n - 1)
+    assert masks[0].all()
+    for i, size in enumerate(sizes, start=1):
+        dropped = rs.choice(range(d), size, replace=False)
+        expect = np.ones(d, dtype=bool)
+        expect[dropped] = False
+        np.testing.assert_array_equal(masks[i], expect)
+
+
+def test_native_deletion_sums_equal_numpy(quick_model64, reviews):
+    ok, why = L.native_status()
+    if not ok:
+        pytest.skip(f"native helper unavailable: {why}")
+    prob = L._Problem(quick_model64, reviews["full"], bow=True, mask_string="UNK", target=1,
+                      path="fast", chunk_size=4096)
+    z = L.sample_masks(len(prob.words), 500, 0)
+    a, ca = prob.evaluator.sums(z, native=True)
+    b, cb = prob.evaluator.sums(z, native=False)
+    np.testing.assert_array_equal(ca, cb)
+    np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
+
+
+def test_kernel_weights_are_bitwise_lime():
+    for d in (1, 2, 7, 100, 255):
+        masks = L.sample_masks(d, 400, d)
+        data = scipy.sparse.csr_matrix(masks.astype(float))
+        dist = pairwise_distances(data, data[0], metric="cosine").ravel() * 100
+        expect = np.sqrt(np.exp(-(dist ** 2) / 25 ** 2))
+        np.testing.assert_array_equal(L.kernel_weights(masks, 25), expect)
+
+
+@pytest.mark.parametrize("d", [1, 4, 60, 255])
+def test_weighted_ridge_equals_sklearn(d):
+    rng = np.random.default_rng(d)
+    masks = L.sample_masks(d, 2000, d)
+    y = masks @ rng.normal(size=d) + 0.3 * rng.normal(size=2000) + 2.0
+    w = L.kernel_weights(masks, 25)
+    X = masks.astype(float)
+    ridge = Ridge(alpha=1, fit_intercept=True).fit(X, y, sample_weight=w)
+    for chunk in (8192, 333):
+        coef, intercept, score, local_pred = L.weighted_ridge(masks, y, w, chunk_size=chunk)
+        np.testing.assert_allclose(coef, ridge.coef_, rtol=0, atol=1e-10)
+        assert intercept == pytest.approx(ridge.intercept_, abs=1e-10)
+        assert score == pytest.approx(ridge.score(X, y, sample_weight=w), abs=1e-10)
+        assert local_pred == pytest.approx(ridge.predict(X[:1])[0], abs=1e-10)
+
+
+def test_weighted_ridge_constant_target():
+    masks = L.sample_masks(5, 100, 0)
+    coef, intercept, score, _ = L.weighted_ridge(masks, np.full(100, 3.0), np.ones(100))
+    np.testing.assert_allclose(coef, 0, atol=1e-12)
+    assert intercept == pytest.approx(3.0) and score == 1.0
+
+
+def test_result_helpers(quick_model64, reviews):
+    res = L.explain(quick_model64, reviews["short"], num_samples=200, random_state=0)
+    amap = res.as_map()
+    assert [abs(c) for _, c in amap] == sorted((abs(c) for c in res.coef), reverse=True)
+    assert res.as_list()[0][0] == res.words[amap[0][0]]
+    assert res.masks is None and res.num_samples == 200 and res.target == 1
+
+
+def test_wide_score_range_falls_back_to_generic(quick_model64, reviews):
+    m = quick_model64.model
+    big = AttentionClassifier(**m.config).double()
+    big.load_state_dict(m.state_dict())
+    with torch.no_grad():
+        big.W_q.mul_(3e3)
+    pre = Pretrained(big.eval(), quick_model64.vocab, quick_model64.config, quick_model64.metrics)
+    res = L.explain(pre, reviews["short"], num_samples=100, random_state=0)
+    assert res.path == "generic" and "range" in res.reason
+    with pytest.raises(ValueError, match="span more than"):
+        L.explain(pre, reviews["short"], num_samples=100, random_state=0, path="fast")
+
+
+# ---------------------------------------------------------------- bad inputs
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(text=""), "empty"),
+    (dict(text="   \n"), "empty"),
+    (dict(text="?!... --"), "no word character"),
+    (dict(num_samples=1), "num_samples must be >= 2"),
+    (dict(num_samples=2.5), "num_samples must be an int"),
+    (dict(kernel_width=0), "kernel_width"),
+    (dict(bow="yes"), "bow must be True"),
+    (dict(bow=1), "bow must be True"),
+    (dict(mask_string=None), "mask_string must be a str"),
+    (dict(bow=False, mask_string="the"), "vocabulary word 'the'"),
+    (dict(bow=False, mask_string="two words"), "one token"),
+    (dict(bow=False, mask_string=""), "one token"),
+    (dict(target=2), r"target must be a class index in \[0, 2\)"),
+    (dict(target=-1), "target must be a class index"),
+    (dict(target=True), "target must be a class index"),
+    (dict(random_state="abc"), "random_state must be"),
+    (dict(random_state=np.random.default_rng(0)), "random_state must be"),
+    (dict(path="faster"), "path must be one of"),
+    (dict(path="fast", text="Not Normalised!"), "path='fast' is not possible"),
+    (dict(chunk_size=0), "chunk_size"),
+])
+def test_bad_inputs(quick_model64, kwargs, match):
+    args = dict(text="a good movie", num_samples=50, random_state=0)
+    args.update(kwargs)
+    text = args.pop("text")
+    with pytest.raises(ValueError, match=match):
+        L.explain(quick_model64, text, **args)
+
+
+def test_too_long_text_is_refused(quick_model64):
+    text = " ".join(["good"] * 300)
+    with pytest.raises(ValueError, match="300 tokens but the model reads at most 255"):
+        L.explain(quick_model64, text, num_samples=50)
+    res = L.explain(quick_model64, attnxai.normalize_for_lime(text), num_samples=50,
+                    random_state=0, bow=False)
+    assert res.num_features == 255
+
+
+def test_bad_classifier_fn():
+    with pytest.raises(ValueError, match=r"\(n, n_classes\) array"):
+        L.explain(lambda texts: np.zeros(len(texts)), "a b c", num_samples=20)
+    with pytest.raises(ValueError, match=r"target must be a class index in \[0, 1\)"):
+        L.explain(lambda texts: np.zeros((len(texts), 1)), "a b c", num_samples=20)
+    with pytest.raises(ValueError, match="attnxai.Pretrained or a classifier_fn"):
+        L.explain(42, "a b c", num_samples=20)
+
+
+def test_random_state_on_another_bit_generator(quick_model64, reviews):
+    """A RandomState over PCG64 (not MT19937) takes the numpy sampler: still lime's masks."""
+    text = reviews["short"]
+    ours = np.random.RandomState(np.random.PCG64(3))
+    theirs = np.random.RandomState(np.random.PCG64(3))
+    res = L.explain(quick_model64, text, num_samples=200, random_state=ours)
+    exp = LimeTextExplainer(bow=True, mask_string="UNK", random_state=theirs)
+    e = exp.explain_instance(text, quick_model64.predict_logits, labels=(1,),
+                             num_features=res.num_features, num_samples=200)
+    assert_same(res, e)
+    assert ours.random_sample() == theirs.random_sample()
