@@ -53,12 +53,7 @@ def _checked(model: AttentionClassifier, ids: Tensor) -> tuple[Tensor, Tensor]:
     if not isinstance(model, AttentionClassifier):
         raise TypeError(f"model must be an AttentionClassifier, got {type(model).__name__} "
                         "(for a Pretrained, pass pre.model)")
-    ids = model.check_ids(ids)
-    mask = model.pad_mask(ids)
-    empty = ~mask.any(dim=1)
-    if bool(empty.any()):
-        raise ValueError(f"documents {empty.nonzero().flatten().tolist()} hold only padding "
-                         f"(pad_id={model.pad_id}): nothing to explain")
+    ids, mask = model.ids_and_mask(ids)
     return ids, mask
 
 

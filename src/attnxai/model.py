@@ -124,6 +124,17 @@ class AttentionClassifier(nn.Module):
                 ids = torch.cat([ids, fill], dim=1)
         return ids
 
+    def ids_and_mask(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+        """:meth:`check_ids` plus the padding mask; refuses documents made only of padding
+        (explainers have nothing to explain there)."""
+        ids = self.check_ids(ids)
+        mask = self.pad_mask(ids)
+        empty = ~mask.any(dim=1)
+        if bool(empty.any()):
+            raise ValueError(f"documents {empty.nonzero().flatten().tolist()} hold only padding "
+                             f"(pad_id={self.pad_id}): nothing to explain")
+        return ids, mask
+
     def pad_mask(self, ids: Tensor) -> Tensor:
         """True on tokens that take part in attention: (B, T) bool."""
         if self.padding == "unk":

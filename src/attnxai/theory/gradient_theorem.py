@@ -53,12 +53,7 @@ def check_target(model: AttentionClassifier, target: int) -> int:
 
 
 def _internals(model: AttentionClassifier, ids: Tensor) -> Internals:
-    ids = model.check_ids(ids)
-    mask = model.pad_mask(ids)
-    empty = ~mask.any(dim=1)
-    if bool(empty.any()):
-        raise ValueError(f"documents {empty.nonzero().flatten().tolist()} hold only padding "
-                         f"(pad_id={model.pad_id}): nothing to explain")
+    ids, mask = model.ids_and_mask(ids)
     with torch.no_grad():
         return model.forward_embeddings(model.embed(ids), mask, return_internals=True, ids=ids)
 
