@@ -42,6 +42,8 @@ registrations happen, in this process and in every worker.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import argparse
 import importlib
 import json
@@ -237,9 +239,10 @@ def explain_review(pre: Any, text: str, *, bow: bool, seeds: Sequence[int],
 _MODELS: dict[str, Any] = {}
 
 
-def _run_chunk(model_path: str, items: list[dict[str, Any]], settings: dict[str, Any],
-               approx_names: list[str]) -> list[dict[str, Any]]:
-    """Worker: the rows of a chunk of (review, bow) items, with one torch and one BLAS thread."""
+@contextmanager
+def _worker(model_path: str, names: list[str]):
+    """A worker's model and approximations, with one torch and one BLAS thread while it runs
+    (two processes on two cores must not each start two BLAS threads)."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -247,29 +250,35 @@ def _run_chunk(model_path: str, items: list[dict[str, Any]], settings: dict[str,
     from . import lime as _lime  # noqa: F401  (imports scipy's BLAS before limiting it)
 
     approximations = load_approximations()
-    missing = [a for a in approx_names if a not in approximations]
+    missing = [a for a in names if a not in approximations]
     if missing:
         raise RuntimeError(f"approximations {missing} are not registered in this worker: "
                            "register them in an importable module (e.g. attnxai.theory)")
     if model_path not in _MODELS:
         _MODELS[model_path] = load(model_path)
-    pre = _MODELS[model_path]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    rows = []
     try:
         with threadpool_limits(1):
-            for item in items:
-                seeds = [lime_seed(item["test_index"], r) for r in range(settings["repeats"])]
-                row = explain_review(pre, item["text"], bow=item["bow"], seeds=seeds,
-                                     num_samples=settings["num_samples"],
-                                     kernel_width=settings["kernel_width"],
-                                     mask_string=settings["mask_string"],
-                                     approximations={a: approximations[a] for a in approx_names})
-                rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
-                                                  "rating")} | row)
+            yield _MODELS[model_path], {a: approximations[a] for a in names}
     finally:
         torch.set_num_threads(threads)
+
+
+def _run_chunk(model_path: str, items: list[dict[str, Any]], settings: dict[str, Any],
+               approx_names: list[str]) -> list[dict[str, Any]]:
+    """Worker: the rows of a chunk of (review, bow) items."""
+    rows = []
+    with _worker(model_path, approx_names) as (pre, approximations):
+        for item in items:
+            seeds = [lime_seed(item["test_index"], r) for r in range(settings["repeats"])]
+            row = explain_review(pre, item["text"], bow=item["bow"], seeds=seeds,
+                                 num_samples=settings["num_samples"],
+                                 kernel_width=settings["kernel_width"],
+                                 mask_string=settings["mask_string"],
+                                 approximations=approximations)
+            rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
+                                              "rating")} | row)
     return rows
 
 
@@ -277,29 +286,14 @@ def _fill_chunk(model_path: str, rows: list[dict[str, Any]], kernel_width: float
                 names: list[str]) -> list[dict[str, Any]]:
     """Worker: approximation columns for finished rows (dicts with test_index, bow, text,
     lime_mean)."""
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    from .checkpoint import load
-
-    approximations = load_approximations()
-    if model_path not in _MODELS:
-        _MODELS[model_path] = load(model_path)
-    pre = _MODELS[model_path]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     out = []
-    try:
-        with threadpool_limits(1):
-            for r in rows:
-                cols: dict[str, Any] = {"test_index": r["test_index"], "bow": r["bow"]}
-                for name in names:
-                    cols.update(approximation_columns(name, approximations[name], pre,
-                                                      r["text"], r["lime_mean"], bow=r["bow"],
-                                                      kernel_width=kernel_width))
-                out.append(cols)
-    finally:
-        torch.set_num_threads(threads)
+    with _worker(model_path, names) as (pre, approximations):
+        for r in rows:
+            cols: dict[str, Any] = {"test_index": r["test_index"], "bow": r["bow"]}
+            for name, fn in approximations.items():
+                cols.update(approximation_columns(name, fn, pre, r["text"], r["lime_mean"],
+                                                  bow=r["bow"], kernel_width=kernel_width))
+            out.append(cols)
     return out
 
 
