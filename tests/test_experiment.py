@@ -171,3 +171,15 @@ def test_cli_selects_approximations(quick_model, tmp_path, capsys, registry):
     assert cli_main(["lime-experiment", "--profile", "quick", "--reviews", "1", "--out",
                      str(tmp_path / "n"), "--approximations", "nope", "--no-progress"]) == 2
     assert "unknown approximations" in capsys.readouterr().err
+
+
+def test_book_data_finds_the_committed_summary(tmp_path):
+    from pathlib import Path
+
+    from attnxai.experiment import book_data
+
+    root = Path(__file__).resolve().parents[1]
+    assert book_data("lime_corpus_summary.csv", root / "notebooks") == \
+        root / "book" / "data" / "lime_corpus_summary.csv"
+    with pytest.raises(FileNotFoundError, match="book/data/nothing.csv not found"):
+        book_data("nothing.csv", tmp_path)

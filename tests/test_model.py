@@ -111,3 +111,10 @@ def test_bad_inputs(small):
     e = small.embed(torch.tensor([[1, 2]])).float()
     with pytest.raises(TypeError, match="embeddings are torch.float32"):
         small.forward_embeddings(e)
+
+
+def test_cls_attention_is_the_forward_attention(small):
+    ids = small.collate([[1, 4, 5, 6], [1, 7, 8]])
+    out = small(ids, return_internals=True)
+    alpha = small.cls_attention(small.embed(ids), small.pad_mask(ids))
+    assert torch.allclose(alpha, out.alpha, atol=1e-14)

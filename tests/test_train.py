@@ -90,3 +90,12 @@ def test_cli_info_and_errors(quick_model):
     assert out.returncode == 0 and '"test_accuracy"' in out.stdout
     bad = run("train", "--profile", "nope")
     assert bad.returncode == 2 and "unknown profile 'nope'" in bad.stderr
+
+
+def test_predict_logits_per_head(quick_model64):
+    texts = ["a truly wonderful film", "dull", "!!!"]
+    heads = np.stack([quick_model64.predict_logits(texts, head=i)
+                      for i in range(quick_model64.model.n_heads)])
+    assert np.allclose(heads.mean(0), quick_model64.predict_logits(texts), atol=1e-12)
+    with pytest.raises(ValueError, match="head 6 does not exist"):
+        quick_model64.predict_logits(texts, head=6)

@@ -56,10 +56,12 @@ class Pretrained:
         return self.model.collate([self.vocab.encode(t, self.model.max_len, truncate=truncate)
                                    for t in texts])
 
-    def predict_logits(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+    def predict_logits(self, texts: Sequence[str], batch_size: int = 256,
+                       head: int | None = None) -> np.ndarray:
         """Logits (n, n_classes) as float64 numpy: the ``classifier_fn`` to give lime.
 
         Texts with no word left (lime can delete every word) are the document ``[CLS]`` alone.
+        ``head=i`` returns head ``i``'s own output ``W_l^(i) v~^(i)`` (explaining one head).
         """
         seqs = []
         for t in texts:
@@ -67,7 +69,7 @@ class Pretrained:
                 seqs.append(self.vocab.encode(t, self.model.max_len))
             except ValueError:
                 seqs.append([self.vocab.cls_id])
-        return predict(self.model, seqs, batch_size=batch_size)
+        return predict(self.model, seqs, batch_size=batch_size, head=head)
 
     def tokens(self, text: str) -> list[str]:
         """The tokens the model sees for ``text`` (with ``[CLS]``, after truncation)."""

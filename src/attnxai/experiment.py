@@ -512,6 +512,20 @@ def _fill_missing(out: Path, pre: Any, data: Any, names: list[str], *, kernel_wi
 
 
 # ---------------------------------------------------------------- reading the results
+def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
+    """``book/data/<name>``: the committed corpus summaries the LIME chapter reads, found from
+    ``start`` (default: the working directory, where a chapter executes) or its parents, else
+    from the source checkout this package is installed from."""
+    here = Path(start) if start is not None else Path.cwd()
+    roots = [here, *here.parents, Path(__file__).resolve().parents[2]]
+    for root in roots:
+        path = root / "book" / "data" / name
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"book/data/{name} not found from {here} "
+                            "(make it with book/data/make_lime_corpus_summary.py)")
+
+
 def load_results(path: str | os.PathLike) -> "pd.DataFrame":  # noqa: F821
     """All rows of an experiment folder (or one parquet file), sorted by rank then bow (True
     first). Parts written with different approximations are aligned (missing columns are NaN)."""

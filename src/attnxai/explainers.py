@@ -31,7 +31,6 @@ occurrences.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -66,10 +65,7 @@ def valid_mask(model: AttentionClassifier, ids: Tensor) -> Tensor:
 def _alpha(model: AttentionClassifier, ids: Tensor, mask: Tensor) -> Tensor:
     """(B, K, T) attention of [CLS], without forming keys and values: ``q_1 . W_k e_t =
     (W_k^T q_1) . e_t`` (the model's own fast path)."""
-    e = model.embed(ids)
-    u = torch.einsum("bd,kad,kac->bkc", e[:, 0], model.W_q, model.W_k)     # W_k^T W_q e_1
-    scores = torch.einsum("bkd,btd->bkt", u, e) / math.sqrt(model.d_attn)
-    return torch.softmax(scores.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
+    return model.cls_attention(model.embed(ids), mask)
 
 
 def attention(model: AttentionClassifier, ids: Tensor, reduce: str = "mean") -> Tensor:

@@ -168,8 +168,7 @@ class AttentionClassifier(nn.Module):
             v = torch.einsum("btd,kvd->bktv", e, self.W_v)
             scores = torch.einsum("bka,bkta->bkt", q1, k) * scale
         else:
-            u = torch.einsum("bka,kad->bkd", q1, self.W_k)  # W_k^T q_1
-            scores = torch.einsum("bkd,btd->bkt", u, e) * scale
+            scores = self._fast_scores(e, q1)
         scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
         alpha = torch.softmax(scores, dim=-1)
         if return_internals:
@@ -187,6 +186,18 @@ class AttentionClassifier(nn.Module):
         return Internals(ids=ids, mask=mask, e=e, q1=q1, k=k, v=v, scores=scores, alpha=alpha,
                          v_tilde=v_tilde, token_scores=token_scores, head_logits=head_logits,
                          logits=logits)
+
+    def _fast_scores(self, e: Tensor, q1: Tensor) -> Tensor:
+        """``q_1 . k_t / sqrt(d_attn)`` as ``(W_k^T q_1) . e_t``, without forming k: (B, K, T)."""
+        u = torch.einsum("bka,kad->bkd", q1, self.W_k)
+        return torch.einsum("bkd,btd->bkt", u, e) / math.sqrt(self.d_attn)
+
+    def cls_attention(self, e: Tensor, mask: Tensor) -> Tensor:
+        """The attention of ``[CLS]``, alpha (B, K, T), from embeddings ``e`` (B, T, d_embed) and
+        the padding mask (B, T), without forming keys or values."""
+        q1 = torch.einsum("bd,kad->bka", e[:, 0], self.W_q)
+        scores = self._fast_scores(e, q1).masked_fill(~mask[:, None, :], float("-inf"))
+        return torch.softmax(scores, dim=-1)
 
     def collate(self, seqs: list[list[int]]) -> Tensor:
         """Pad a list of id lists into a (B, T) tensor: ``pad_id`` up to the longest (mask mode)

@@ -73,14 +73,21 @@ def encode_reviews(reviews: list[Review], vocab: Vocab, max_len: int) -> list[li
 
 
 @torch.no_grad()
-def predict(model: AttentionClassifier, seqs: list[list[int]], batch_size: int = 256) -> np.ndarray:
-    """Logits (n, n_classes) for id lists, in batches of similar length (fast, same result)."""
+def predict(model: AttentionClassifier, seqs: list[list[int]], batch_size: int = 256,
+            head: int | None = None) -> np.ndarray:
+    """Logits (n, n_classes) for id lists, in batches of similar length (fast, same result).
+
+    ``head=i`` gives head ``i``'s own output ``W_l^(i) v~^(i)`` instead of the average."""
+    if head is not None and not 0 <= head < model.n_heads:
+        raise ValueError(f"head {head} does not exist: the model has {model.n_heads} heads")
     model.eval()
     order = np.argsort([len(s) for s in seqs], kind="stable")
     out = np.empty((len(seqs), model.n_classes))
     for start in range(0, len(seqs), batch_size):
         idx = order[start:start + batch_size]
-        out[idx] = model(model.collate([seqs[i] for i in idx])).double().numpy()
+        ids = model.collate([seqs[i] for i in idx])
+        logits = model(ids) if head is None else model(ids, return_internals=True).head_logits[:, head]
+        out[idx] = logits.double().numpy()
     return out
 
 

@@ -217,12 +217,11 @@ def corpus_terms(model: AttentionClassifier, seqs, target: int = 1, batch_size: 
     """
     import pandas as pd
 
+    from ..explainers import batches  # explainers imports this module: import at call time
+
     target = check_target(model, target)
-    if len(seqs) == 0:
-        raise ValueError("no documents given")
     frames = []
-    for start in range(0, len(seqs), batch_size):
-        ids = model.collate([list(s) for s in seqs[start:start + batch_size]])
+    for start, ids in batches(model, seqs, batch_size):
         terms = gradient_terms(model, ids, target)
         ids_c = model.check_ids(ids)
         mask = model.pad_mask(ids_c).clone()
@@ -232,7 +231,7 @@ def corpus_terms(model: AttentionClassifier, seqs, target: int = 1, batch_size: 
         g = terms["value"] + terms["key"] + terms["query"]
         shares = term_shares(terms, mask)
         with torch.no_grad():
-            alpha = model.forward_embeddings(e, model.pad_mask(ids_c), return_internals=True).alpha
+            alpha = model.cls_attention(e, model.pad_mask(ids_c))
         b, t = mask.nonzero(as_tuple=True)
         cols = {"review": (b + start).numpy(), "position": t.numpy(), "id": ids_c[b, t].numpy(),
                 "alpha_avg": alpha.mean(1)[b, t], "g_l2": g.norm(dim=-1)[b, t]}
@@ -259,15 +258,12 @@ def compare_with_autodiff(model: AttentionClassifier, seqs, target: int = 1, bat
     divide by ~0), ``max_abs_diff_gxi`` (the corollary :func:`gradient_x_input` against
     ``e_t . autodiff``) and ``max_abs_gxi``. Run it on a float64 model to see rounding level.
     """
-    from ..explainers import gradient as autodiff_gradient
+    from ..explainers import batches, gradient as autodiff_gradient
 
     target = check_target(model, target)
-    if len(seqs) == 0:
-        raise ValueError("no documents given")
     out = {"reviews": 0, "tokens": 0, "max_abs_diff": 0.0, "max_abs_grad": 0.0,
            "max_rel_review": 0.0, "max_rel_token": 0.0, "max_abs_diff_gxi": 0.0, "max_abs_gxi": 0.0}
-    for start in range(0, len(seqs), batch_size):
-        ids = model.collate([list(s) for s in seqs[start:start + batch_size]])
+    for _, ids in batches(model, seqs, batch_size):
         auto, e = autodiff_gradient(model, ids, target, return_embeddings=True)
         closed = gradient(model, ids, target)
         gxi = (auto * e).sum(-1)
