@@ -46,3 +46,41 @@ def quick_model64(quick_model):
     from attnxai import load
 
     return load(quick_model.path, dtype=torch.float64)
+
+
+# ---------------------------------------------------------------- tiny models, no IMDb needed
+WORDS = ("good bad film movie plot acting great awful boring moving story the a and was "
+         "very not but it is of to in this that with for").split()
+
+
+def make_tiny(padding: str = "mask", *, seed: int = 0, n_heads: int = 3, max_len: int = 40,
+              scale: float = 1.0, d_embed: int = 8):
+    """A float64 Pretrained around a small random AttentionClassifier and a synthetic vocabulary
+    (the words above; anything else is UNK): the fast LIME and the closed forms are exact for any
+    weights, so most of their tests need no trained model."""
+    from attnxai import AttentionClassifier, Pretrained, Vocab
+
+    vocab = Vocab(list(WORDS))
+    torch.manual_seed(seed)
+    m = AttentionClassifier(len(vocab), d_embed=d_embed, d_attn=4, d_value=5, n_heads=n_heads,
+                            max_len=max_len, padding=padding)
+    with torch.no_grad():
+        for p in (m.W_q, m.W_k, m.W_v, m.W_l):
+            p.uniform_(-scale, scale)
+    m = m.double().eval()
+    return Pretrained(m, vocab, {"train": {"profile": "tiny"}, "model": m.config}, {})
+
+
+def tiny_text(n: int, seed: int = 0, unknown: bool = True) -> str:
+    """A normalised text of ``n`` words from the tiny vocabulary (with repeats, and a few
+    out-of-vocabulary words if ``unknown``)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    pool = list(WORDS) + (["zork", "blarg"] if unknown else [])
+    return " ".join(rng.choice(pool, size=n))
+
+
+@pytest.fixture
+def tiny():
+    return make_tiny()

@@ -1,4 +1,4 @@
-"""The large-scale LIME runner: rows, approximations, resuming, parallel workers, errors."""
+"""The corpus runner and the LIME study: rows, approximations, resuming, parallel workers, errors."""
 
 from __future__ import annotations
 
@@ -8,25 +8,23 @@ import numpy as np
 import pytest
 
 import attnxai
+import attnxai.fastlime
 from attnxai import experiment as X
 from attnxai.cli import main as cli_main
 
 SMALL = dict(profile="quick", repeats=2, num_samples=60, progress=False)
 
 
-@pytest.fixture
-def registry():
-    """Test approximations, removed afterwards (the registry is global)."""
-    names = []
+def zeros(pre, text, *, bow, kernel_width):
+    return np.zeros(len(dict.fromkeys(text.split())) if bow else len(text.split()))
 
-    def add(name, fn):
-        X.register_approximation(name)(fn)
-        names.append(name)
-        return fn
 
-    yield add
-    for n in names:
-        X.APPROXIMATIONS.pop(n, None)
+def wrong_length(pre, text, *, bow, kernel_width):
+    return np.zeros(3)
+
+
+def boom(pre, text, *, bow, kernel_width):
+    raise NotImplementedError("not for this bow")
 
 
 def test_order_and_seeds():
@@ -40,39 +38,31 @@ def test_order_and_seeds():
 
 def test_resume_computes_only_new_reviews(quick_model, tmp_path):
     out = tmp_path / "res"
-    first = X.run_experiment(out, reviews=3, bow="true", approximations=[], **SMALL)
+    first = X.run_lime_corpus(out, reviews=3, bow="true", approximations=[], **SMALL)
     assert (first.computed, first.skipped) == (3, 0)
     before = X.load_results(out)
-    second = X.run_experiment(out, reviews=5, bow="true", approximations=[], **SMALL)
+    second = X.run_lime_corpus(out, reviews=5, bow="true", approximations=[], **SMALL)
     assert (second.computed, second.skipped) == (2, 3)
     after = X.load_results(out)
     assert list(after["rank"]) == [0, 1, 2, 3, 4]
     assert after["test_index"].tolist() == X.review_order(25_000)[:5].tolist()
     for col in ("lime_mean", "words"):
         assert [list(v) for v in after[col][:3]] == [list(v) for v in before[col]]
-    third = X.run_experiment(out, reviews=5, bow="both", approximations=[], **SMALL)
+    third = X.run_lime_corpus(out, reviews=5, bow="both", approximations=[], **SMALL)
     assert (third.computed, third.skipped) == (5, 5)    # only the bow=False rows are new
     assert len(X.load_results(out)) == 10
 
 
-def test_rows_match_lime_and_approximations(quick_model, imdb, tmp_path, registry):
-    registry("zeros", lambda pre, text, *, bow, kernel_width: np.zeros(
-        len(dict.fromkeys(text.split())) if bow else len(text.split())))
-    registry("wrong_length", lambda pre, text, *, bow, kernel_width: np.zeros(3))
-
-    def boom(pre, text, *, bow, kernel_width):
-        raise NotImplementedError("not for this bow")
-
-    registry("boom", boom)
+def test_rows_match_lime_and_approximations(quick_model, imdb, tmp_path):
     out = tmp_path / "res"
-    X.run_experiment(out, reviews=2, bow="both", approximations=["zeros", "wrong_length", "boom"],
-                     **SMALL)
+    X.run_lime_corpus(out, reviews=2, bow="both", approximations={
+        "zeros": zeros, "wrong_length": wrong_length, "boom": boom}, **SMALL)
     df = X.load_results(out)
     assert len(df) == 4 and df["bow"].tolist() == [True, False, True, False]
     row = df.iloc[1]
     text = attnxai.normalize_for_lime(imdb.test[int(row["test_index"])].text)
     assert list(row["seeds"]) == [X.lime_seed(row["test_index"], r) for r in range(2)]
-    res = attnxai.lime.explain(quick_model, text, bow=False, num_samples=60,
+    res = attnxai.fastlime.explain(quick_model, text, bow=False, num_samples=60,
                                random_state=int(row["seeds"][1]))
     np.testing.assert_allclose(row["lime_coef"][1], res.coef, rtol=0, atol=1e-12)
     assert list(row["words"]) == res.words and row["n_features"] == len(res.words)
@@ -90,18 +80,17 @@ def test_rows_match_lime_and_approximations(quick_model, imdb, tmp_path, registr
     assert ("lime (repeat vs mean)", True) in table.index
 
 
-def test_registry_rules(registry):
-    def f(pre, text, *, bow, kernel_width):
-        return np.zeros(1)
+def test_the_approximations_are_one_explicit_table(quick_model, imdb):
+    from attnxai.theory import APPROXIMATIONS
 
-    registry("dup", f)
-    X.register_approximation("dup")(f)                    # the same function again: fine
-    with pytest.raises(ValueError, match="already registered"):
-        X.register_approximation("dup")(lambda *a, **k: None)
-    X.register_approximation("dup", replace=True)(f)
+    assert list(APPROXIMATIONS) == ["paper", "limit", "meanfield", "limit_wide", "limit_meanpos"]
+    text = attnxai.normalize_for_lime(imdb.test[0].text)
+    d = len(dict.fromkeys(text.split()))
+    for a in APPROXIMATIONS.values():
+        assert a.label and a.description
+    assert APPROXIMATIONS["paper"](quick_model, text, bow=True, kernel_width=25.0).shape == (d,)
     with pytest.raises(ValueError, match="identifiers"):
-        X.register_approximation("not a name")
-    assert isinstance(X.load_approximations(), dict)
+        X.run_lime_corpus("unused", reviews=1, approximations={"not a name": zeros}, **SMALL)
 
 
 def test_cli_parallel_run(quick_model, tmp_path, capsys):
@@ -117,22 +106,27 @@ def test_cli_parallel_run(quick_model, tmp_path, capsys):
 
 def test_settings_must_match_when_resuming(quick_model, tmp_path):
     out = tmp_path / "res"
-    X.run_experiment(out, reviews=1, bow="true", approximations=[], **SMALL)
+    X.run_lime_corpus(out, reviews=1, bow="true", approximations=[], **SMALL)
     with pytest.raises(ValueError, match="num_samples: 60 there, 80 now"):
-        X.run_experiment(out, reviews=1, bow="true", approximations=[],
+        X.run_lime_corpus(out, reviews=1, bow="true", approximations=[],
                          **{**SMALL, "num_samples": 80})
 
 
 def test_bad_arguments(quick_model, tmp_path):
     with pytest.raises(ValueError, match="bow must be true, false or both"):
-        X.run_experiment(tmp_path / "a", reviews=1, bow="sometimes", **SMALL)
-    with pytest.raises(ValueError, match="reviews must be a positive int"):
-        X.run_experiment(tmp_path / "a", reviews=0, **SMALL)
+        X.run_lime_corpus(tmp_path / "a", reviews=1, bow="sometimes", **SMALL)
+    with pytest.raises(ValueError, match="reviews must be an int >= 1"):
+        X.run_lime_corpus(tmp_path / "a", reviews=0, **SMALL)
     with pytest.raises(ValueError, match="unknown approximations"):
-        X.run_experiment(tmp_path / "a", reviews=1, approximations=["nope"], **SMALL)
+        X.run_lime_corpus(tmp_path / "a", reviews=1, approximations=["nope"], **SMALL)
+    for bad in (dict(num_samples=1), dict(kernel_width=0.0), dict(kernel_width=float("nan")),
+                dict(mask_string="the")):
+        with pytest.raises(ValueError):
+            X.run_lime_corpus(tmp_path / "b", reviews=1, bow="both", **{**SMALL, **bad})
+        assert not (tmp_path / "b").exists()          # refused before anything was written
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="not a folder"):
-        X.run_experiment(tmp_path / "file", reviews=1, approximations=[], **SMALL)
+        X.run_lime_corpus(tmp_path / "file", reviews=1, approximations=[], **SMALL)
     with pytest.raises(FileNotFoundError):
         X.load_results(tmp_path / "missing")
 
@@ -141,33 +135,31 @@ def test_bad_arguments(quick_model, tmp_path):
                     reason="distributed is installed")
 def test_scheduler_without_distributed(tmp_path):
     with pytest.raises(RuntimeError, match=r"pip install attnxai\[dask\]"):
-        X.run_experiment(tmp_path / "d", reviews=1, scheduler="tcp://127.0.0.1:1", **SMALL)
+        X.run_lime_corpus(tmp_path / "d", reviews=1, scheduler="tcp://127.0.0.1:1", **SMALL)
 
 
-def test_new_approximations_fill_finished_rows(quick_model, tmp_path, registry):
+def test_new_approximations_fill_finished_rows(quick_model, tmp_path):
     out = tmp_path / "res"
-    X.run_experiment(out, reviews=3, bow="true", approximations=[], **SMALL)
+    X.run_lime_corpus(out, reviews=3, bow="true", approximations=[], **SMALL)
     before = X.load_results(out)
-    registry("zeros2", lambda pre, text, *, bow, kernel_width: np.zeros(
-        len(dict.fromkeys(text.split()))))
-    report = X.run_experiment(out, reviews=3, bow="true", approximations=["zeros2"], **SMALL)
-    assert (report.computed, report.skipped, report.filled) == (0, 3, 3)
+    report = X.run_lime_corpus(out, reviews=3, bow="true", approximations={"zeros2": zeros},
+                               **SMALL)
+    assert (report.computed, report.skipped, report.finished) == (0, 3, 3)
     after = X.load_results(out)
     assert [list(v) for v in after["lime_mean"]] == [list(v) for v in before["lime_mean"]]
     np.testing.assert_allclose(after["zeros2__relerr"], 1.0)
-    again = X.run_experiment(out, reviews=3, bow="true", approximations=["zeros2"], **SMALL)
-    assert again.filled == 0
+    again = X.run_lime_corpus(out, reviews=3, bow="true", approximations={"zeros2": zeros},
+                              **SMALL)
+    assert again.finished == 0
 
 
-def test_cli_selects_approximations(quick_model, tmp_path, capsys, registry):
-    registry("zeros3", lambda pre, text, *, bow, kernel_width: np.zeros(
-        len(dict.fromkeys(text.split()))))
+def test_cli_selects_approximations(quick_model, tmp_path, capsys):
     out = tmp_path / "sel"
     assert cli_main(["lime-experiment", "--profile", "quick", "--reviews", "1", "--repeats", "1",
                      "--num-samples", "30", "--bow", "true", "--out", str(out),
-                     "--approximations", "zeros3", "--no-progress"]) == 0
+                     "--approximations", "paper", "--no-progress"]) == 0
     df = X.load_results(out)
-    assert X.approximation_names(df) == ["zeros3"]
+    assert X.approximation_names(df) == ["paper"]
     assert cli_main(["lime-experiment", "--profile", "quick", "--reviews", "1", "--out",
                      str(tmp_path / "n"), "--approximations", "nope", "--no-progress"]) == 2
     assert "unknown approximations" in capsys.readouterr().err

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnxai import AttentionClassifier, explainers
+from attnxai import AttentionClassifier, corpus, explainers
+from attnxai.interface import iter_batches
 
 
 def tiny(padding: str = "mask", seed: int = 0) -> AttentionClassifier:
@@ -109,14 +110,14 @@ def test_summarize_gradient_shape_check():
 def test_explain_all_methods():
     model = tiny()
     ids = batch(model)
-    out = explainers.explain(model, ids)
+    out = explainers.position_scores(model, ids)
     assert list(out) == list(explainers.POSITION_METHODS)
     assert all(v.shape == ids.shape for v in out.values())
-    assert list(explainers.explain(model, ids, methods=["GxI", "alpha-max"])) == ["GxI", "alpha-max"]
+    assert list(explainers.position_scores(model, ids, methods=["GxI", "alpha-max"])) == ["GxI", "alpha-max"]
     with pytest.raises(ValueError, match="LIME is per word"):
-        explainers.explain(model, ids, methods=["LIME"])
+        explainers.position_scores(model, ids, methods=["LIME"])
     with pytest.raises(ValueError, match="unknown method"):
-        explainers.explain(model, ids, methods=["saliency"])
+        explainers.position_scores(model, ids, methods=["saliency"])
 
 
 def test_bad_inputs():
@@ -130,15 +131,19 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="target class 2 does not exist"):
         explainers.gradient(model, batch(model), target=2)
     with pytest.raises(ValueError, match="target class 7 does not exist"):
-        explainers.explain(model, batch(model), target=7)
-    with pytest.raises(TypeError, match="AttentionClassifier"):
+        explainers.position_scores(model, batch(model), target=7)
+    with pytest.raises(TypeError, match="ClassifierBase"):
         explainers.attention(torch.nn.Linear(2, 2), batch(model))
+    with pytest.raises(TypeError, match="target must be an int"):
+        explainers.gradient(model, batch(model), target=1.0)
+    with pytest.raises(ValueError, match="layer 1 does not exist"):
+        explainers.attention(model, batch(model), layer=1)
     with pytest.raises(ValueError, match="only padding"):
         explainers.attention(model, torch.tensor([[0, 0, 0]]))
     with pytest.raises(ValueError, match="longer than the model accepts"):
         explainers.gradient(model, torch.ones((1, 11), dtype=torch.long))
     with pytest.raises(ValueError, match="no documents"):
-        list(explainers.batches(model, []))
+        list(iter_batches(model, []))
 
 
 # ---------------------------------------------------------------------- words
@@ -163,11 +168,11 @@ def test_review_spearman():
     a = np.array([[0.0, 1, 2, 3, 4], [0, 1, 2, 3, 4], [0, 1, 1, 1, 1]])
     b = np.array([[0.0, 10, 20, 30, 40], [0, 4, 3, 2, 1], [0, 1, 2, 3, 4]])
     mask = np.ones_like(a, dtype=bool)
-    rho = explainers.review_spearman(a, b, mask)            # [CLS] (column 0) left out
+    rho = corpus.review_spearman(a, b, mask)            # [CLS] (column 0) left out
     np.testing.assert_allclose(rho[:2], [1.0, -1.0])
     assert np.isnan(rho[2])                                  # constant scores: undefined
     with pytest.raises(ValueError, match="shapes differ"):
-        explainers.review_spearman(a, b[:, :3], mask)
+        corpus.review_spearman(a, b[:, :3], mask)
 
 
 def test_review_spearman_matches_scipy_with_ties_and_padding():
@@ -179,7 +184,7 @@ def test_review_spearman_matches_scipy_with_ties_and_padding():
     mask = np.ones_like(a, dtype=bool)
     mask[2, 7:] = False                                      # padding
     a[2, 7:] = np.nan
-    rho = explainers.review_spearman(a, b, mask)
+    rho = corpus.review_spearman(a, b, mask)
     for r in range(6):
         m = mask[r].copy()
         m[0] = False
@@ -189,14 +194,14 @@ def test_review_spearman_matches_scipy_with_ties_and_padding():
 def test_corpus_statistics_tiny():
     model = tiny()
     seqs = [[1, 5, 6, 7, 8, 5], [1, 9, 10, 11], [1, 3, 4, 11, 12, 13, 14]]
-    st = explainers.corpus_statistics(model, seqs, batch_size=2)
+    st = corpus.corpus_statistics(model, seqs, batch_size=2)
     assert set(st["spearman"]) == {*explainers.GRADIENT_METHODS, "|G-avg|", "|GxI|"}
     assert all(len(v) == 3 for v in st["spearman"].values())
     np.testing.assert_array_equal(st["n_tokens"], [5, 3, 6])
     assert len(st["alpha_all"]) == len(st["gxi_all"]) == 14
     assert st["logits"].shape == (3, 2) and ((st["head_tops"] >= 1) & (st["head_tops"] <= 3)).all()
     # the flag agrees with a direct computation
-    ex = explainers.explain(model, model.collate(seqs))
+    ex = explainers.position_scores(model, model.collate(seqs))
     alpha = ex["alpha-avg"].clone()
     alpha[:, 0] = float("nan")
     top = torch.nan_to_num(alpha, nan=-1).argmax(1)
@@ -217,7 +222,7 @@ def test_explain_text(quick_model):
     assert words.set_index("word").loc["moving", "count"] == 2
     np.testing.assert_allclose(words.set_index("word").loc["moving", "GxI"],
                                df.loc[df.token == "moving", "GxI"].sum())
-    with pytest.raises(ValueError, match="no alphanumeric"):
+    with pytest.raises(ValueError, match="no letter or digit"):
         explainers.explain_text(quick_model, "?!", methods=["GxI"])
     with pytest.raises(ValueError, match="level must be"):
         explainers.explain_text(quick_model, text, level="sentence")
@@ -225,13 +230,28 @@ def test_explain_text(quick_model):
 
 def test_explain_text_default_methods(quick_model):
     df = explainers.explain_text(quick_model, "great film")
-    expected = [m for m in explainers.METHODS if m != "LIME" or explainers.lime_available()]
-    assert list(df.columns) == ["token", *expected]
-    if explainers.lime_available():
-        assert np.isfinite(df["LIME"]).all()                  # every token's word has a weight
-    else:
-        with pytest.raises(ValueError, match="LIME was asked for"):
-            explainers.explain_text(quick_model, "great film", methods=["LIME"])
+    assert list(df.columns) == ["token", *explainers.METHODS]
+    assert np.isfinite(df["LIME"]).all()                      # every token's word has a weight
+    assert df.attrs["dropped"] == 0
+
+
+def test_explain_text_lime_per_position_with_bow_false(quick_model):
+    """bow=False: each occurrence of a repeated word shows its own position's coefficient."""
+    from attnxai import fastlime
+
+    text = "good film good acting bad plot"
+    df = explainers.explain_text(quick_model, text, methods=["LIME"],
+                                 lime_kwargs={"bow": False, "num_samples": 500})
+    res = fastlime.explain(quick_model, text, bow=False, num_samples=500, random_state=0)
+    np.testing.assert_allclose(df["LIME"], res.coef)
+    assert df["LIME"][0] != df["LIME"][2]
+
+
+def test_explain_text_says_when_it_truncates(quick_model):
+    text = " ".join(["good"] * 300)
+    with pytest.warns(UserWarning, match="300 tokens .* the last 45 were dropped"):
+        df = explainers.explain_text(quick_model, text, methods=["alpha-avg"])
+    assert len(df) == 255 and df.attrs["n_tokens"] == 300 and df.attrs["dropped"] == 45
 
 
 # ---------------------------------------------------------------------- figures
@@ -259,18 +279,18 @@ def test_plots_for_these_chapters():
 def test_distinct_head_tops():
     alpha = torch.tensor([[[0.1, 0.8, 0.1], [0.1, 0.7, 0.2]], [[0.9, 0.05, 0.05], [0.1, 0.2, 0.7]]])
     mask = torch.tensor([[False, True, True], [False, True, True]])
-    np.testing.assert_array_equal(explainers.distinct_head_tops(alpha, mask), [1, 2])
+    np.testing.assert_array_equal(corpus.distinct_head_tops(alpha, mask), [1, 2])
     with pytest.raises(ValueError, match="need alpha"):
-        explainers.distinct_head_tops(alpha[0], mask)
+        corpus.distinct_head_tops(alpha[0], mask)
 
 
 def test_sample_reviews(quick_model, imdb):
-    chosen, seqs = explainers.sample_reviews(quick_model, imdb.test, 5, seed=1)
-    again, _ = explainers.sample_reviews(quick_model, imdb.test, 5, seed=1)
+    chosen, seqs = corpus.sample_reviews(quick_model, imdb.test, 5, seed=1)
+    again, _ = corpus.sample_reviews(quick_model, imdb.test, 5, seed=1)
     assert [r.id for r in chosen] == [r.id for r in again] and len(seqs) == 5
     assert all(s[0] == quick_model.vocab.cls_id and len(s) <= quick_model.model.max_len for s in seqs)
-    assert len(explainers.sample_reviews(quick_model, imdb.test[:3], 10)[0]) == 3
+    assert len(corpus.sample_reviews(quick_model, imdb.test[:3], 10)[0]) == 3
     with pytest.raises(ValueError, match="no reviews"):
-        explainers.sample_reviews(quick_model, [], 3)
+        corpus.sample_reviews(quick_model, [], 3)
     with pytest.raises(ValueError, match="n must be"):
-        explainers.sample_reviews(quick_model, imdb.test, 0)
+        corpus.sample_reviews(quick_model, imdb.test, 0)

@@ -11,7 +11,8 @@ def naive_forward(model: AttentionClassifier, ids: torch.Tensor) -> torch.Tensor
     out = []
     for doc in ids:
         doc = [int(x) for x in doc if int(x) != model.pad_id]
-        e = [model.W_e[x] + model.P[t] for t, x in enumerate(doc)]
+        P = model.positions(len(doc))
+        e = [model.W_e[x] + P[t] for t, x in enumerate(doc)]
         f = 0
         for i in range(model.n_heads):
             q1 = model.W_q[i] @ e[0]
@@ -87,6 +88,7 @@ def test_float32_and_float64_agree(small):
 
 def test_positions():
     p = sinusoidal_positions(5, 4)
+    assert p.dtype == torch.float32
     assert torch.allclose(p[0], torch.tensor([0.0, 1.0, 0.0, 1.0]))
     assert abs(p[3, 2].item() - math.sin(3 / 10000 ** 0.5)) < 1e-6
 
@@ -117,4 +119,35 @@ def test_cls_attention_is_the_forward_attention(small):
     ids = small.collate([[1, 4, 5, 6], [1, 7, 8]])
     out = small(ids, return_internals=True)
     alpha = small.cls_attention(small.embed(ids), small.pad_mask(ids))
-    assert torch.allclose(alpha, out.alpha, atol=1e-14)
+    assert alpha.shape == (2, 1, 3, 4)                 # (B, L, K, T): one layer
+    assert torch.allclose(alpha[:, 0], out.alpha, atol=1e-14)
+
+
+def test_per_head_logits_average_to_the_logits(small):
+    ids = small.collate([[1, 4, 5, 6], [1, 7, 8]])
+    heads = small(ids, per_head=True)
+    assert heads.shape == (2, 3, 2)
+    assert torch.allclose(heads.mean(1), small(ids), atol=1e-14)
+    assert torch.allclose(heads, small(ids, return_internals=True).head_logits, atol=1e-14)
+
+
+def test_positions_in_the_model_dtype(small):
+    """A float64 model gets the exact sinusoids, not a float32 table cast up."""
+    exact = torch.tensor([[math.sin(t / 10000 ** (2 * (j // 2) / 8)) if j % 2 == 0
+                           else math.cos(t / 10000 ** (2 * (j // 2) / 8)) for j in range(8)]
+                          for t in range(12)], dtype=torch.float64)
+    assert small.positions(12).dtype == torch.float64
+    assert (small.positions(12) - exact).abs().max().item() < 1e-15
+    f32 = AttentionClassifier(50, d_embed=8, d_attn=4, d_value=6, n_heads=3, max_len=12)
+    assert torch.equal(f32.positions(12), exact.float())
+    assert small.positions(20).shape == (20, 8)       # beyond max_len on request
+
+
+@pytest.mark.parametrize("ids, match", [
+    ([[4, 5, 6]], r"do not start with \[CLS\]"),
+    ([[1, 5, 1, 6]], r"\[CLS\] \(id 1\) appears after position 0"),
+    ([[1, 5, 0, 6]], "padding .* before a real token"),
+])
+def test_ids_must_be_a_document(small, ids, match):
+    with pytest.raises(ValueError, match=match):
+        small(torch.tensor(ids))

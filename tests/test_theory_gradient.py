@@ -152,7 +152,7 @@ def test_corpus_terms():
     assert (df.share_query == 0).all()
     # against the explainers, token by token
     ids = model.collate(seqs)
-    ex = explainers.explain(model, ids)
+    ex = explainers.position_scores(model, ids)
     np.testing.assert_allclose(df.gxi, ex["GxI"][:, 1:][~torch.isnan(ex["GxI"][:, 1:])].numpy())
     np.testing.assert_allclose(df.g_avg, ex["G-avg"][:, 1:][~torch.isnan(ex["G-avg"][:, 1:])].numpy())
     # value part of GxI is chapter 1's per-token contribution (1/K) sum_i alpha_t s_t

@@ -91,7 +91,7 @@ def test_sigma_matches_lime_draws():
 def test_limit_constants_closed_form_and_large_d():
     for nu in (25.0, 60.0, math.inf):
         c = lt.limit_constants(nu)
-        q = lt.profile_constants(lt.continuous_law(nu, 64))
+        q = lt.law_constants(lt.continuous_law(nu, 64))
         for k in c:
             assert c[k] == pytest.approx(q[k], rel=1e-9)
     assert lt.limit_constants(math.inf)["scale"] == 1.5
@@ -109,7 +109,7 @@ def test_linear_model_gives_its_coefficients(nu):
     np.testing.assert_allclose(beta, c, atol=1e-10)
     assert b0 == pytest.approx(0.3)
     law = lt.removal_law(d, nu)
-    np.testing.assert_allclose(lt.beta_from_profile(law, np.tile(c, (d, 1)), law.p * c.sum() + 0.3), c, atol=1e-10)
+    np.testing.assert_allclose(lt.beta_from_effects(law, np.tile(c, (d, 1)), law.p * c.sum() + 0.3), c, atol=1e-10)
     # the paper's (3/2)(Delta - mean Delta) misses the common part (here: the mean coefficient)
     assert np.abs(lt.three_halves(lt.delta_exact(f, d, nu)) - c).max() > 0.3
 
@@ -125,7 +125,7 @@ def test_delta_form_is_exact(nu):
 
 
 def test_profile_identity_is_exact_for_any_f():
-    """beta_from_profile with the exact conditional effects reproduces Sigma^{-1} Gamma."""
+    """beta_from_effects with the exact conditional effects reproduces Sigma^{-1} Gamma."""
     d, nu = 6, 25.0
     rng = np.random.default_rng(2)
     c = rng.normal(size=d)
@@ -146,8 +146,8 @@ def test_profile_identity_is_exact_for_any_f():
     delta = (d - 1) / d * (D - D.mean(1, keepdims=True))
     # the common level of delta does not matter except through Phi
     _, beta = lt.beta_exact(f, d, nu)
-    main = lt.beta_from_profile(law, delta, phi)
-    # beta_from_profile assumes mean_k D_k(p) = 0 (true to first order); add its exact share back
+    main = lt.beta_from_effects(law, delta, phi)
+    # beta_from_effects assumes mean_k D_k(p) = 0 (true to first order); add its exact share back
     extra = law.mean(law.p * (1 - law.p) * D.mean(1)) / (d * law.mean((law.p - law.mean(law.p)) ** 2))
     np.testing.assert_allclose(main + extra, beta, atol=1e-10)
 
@@ -205,16 +205,16 @@ def test_bad_vectors():
         lt.moments(1, 1.0)
     law = lt.removal_law(4)
     with pytest.raises(ValueError, match="delta_p"):
-        lt.beta_from_profile(law, np.zeros((3, 4)), np.zeros(4))
+        lt.beta_from_effects(law, np.zeros((3, 4)), np.zeros(4))
 
 
 # ----------------------------------------------------------------------------- lime_attention
 def test_lime_features_order():
-    f = la.lime_features(["b", "a", "b", "c", "a"], bow=True)
+    f = la.document_features(["b", "a", "b", "c", "a"], bow=True)
     assert [x.tolist() for x in f] == [[1, 3], [2, 5], [4]]
-    assert [x.tolist() for x in la.lime_features(["b", "a", "b"], bow=False)] == [[1], [2], [3]]
+    assert [x.tolist() for x in la.document_features(["b", "a", "b"], bow=False)] == [[1], [2], [3]]
     with pytest.raises(ValueError, match="no word"):
-        la.lime_features([], bow=True)
+        la.document_features([], bow=True)
 
 
 def test_uniform_attention_replacement_is_exact():
@@ -269,7 +269,7 @@ def test_integral_is_exact_for_independent_replacement(bow):
     """The lambda-integral gives E[M/N] exactly when features are kept independently."""
     m = tiny_model(2, scale=2.0)  # peaked attention
     ids = doc(9, 2, repeat=True)
-    feats = la.lime_features(ids[1:].tolist(), bow)
+    feats = la.document_features(ids[1:].tolist(), bow)
     tb = la.tables(m, ids, 1)
     st = la._TokenStates(m, tb, feats, "replace")
     truth_d, truth_phi = _bernoulli_truth(m, ids, feats, 0.3, "replace")
@@ -286,8 +286,8 @@ def test_deletion_close_to_independent_truth():
     """Deletion: positions treated as independent binomials; close, not exact."""
     m = tiny_model(3, scale=0.5)
     ids = doc(10, 3)
-    feats = la.lime_features(ids[1:].tolist(), True)
-    prof = la.profile(m, ids, bow=True, law="continuous", n_nodes=5)
+    feats = la.document_features(ids[1:].tolist(), True)
+    prof = la.conditional_effects(m, ids, bow=True, law="continuous", n_nodes=5)
     for i, p in enumerate(prof.law.p[[1, 3]]):
         truth_d, truth_phi = _bernoulli_truth(m, ids, feats, p, "delete")
         got = prof.delta[[1, 3][i]]
@@ -297,8 +297,8 @@ def test_deletion_close_to_independent_truth():
 
 @pytest.mark.parametrize("bow", [False, True])
 def test_limit_matches_lime(bow):
-    """Against attnxai.lime (lime's algorithm) with many samples on a small random model."""
-    import attnxai.lime as alime
+    """Against attnxai.fastlime (lime's algorithm) with many samples on a small random model."""
+    from attnxai import fastlime as alime
 
     m = tiny_model(4, vocab=60, heads=2, scale=1.0)
     pre = tiny_pretrained(m)
@@ -322,7 +322,7 @@ def test_limit_matches_lime(bow):
 def test_paper_formula_from_internals():
     m = tiny_model(5)
     ids = doc(8, 5, repeat=True)
-    feats = la.lime_features(ids[1:].tolist(), True)
+    feats = la.document_features(ids[1:].tolist(), True)
     with torch.no_grad():
         real = m(torch.as_tensor(ids)[None], return_internals=True)
         unk = torch.full((1, ids.size), m.unk_id)
@@ -360,10 +360,9 @@ def test_unk_padding_replacement():
         la.lime_limit(m, ids, bow=True)
 
 
-def test_registered_approximations():
-    from attnxai.experiment import load_approximations
+def test_approximations_table():
+    from attnxai.theory import APPROXIMATIONS as reg
 
-    reg = load_approximations()
     for name in ("paper", "limit", "meanfield", "limit_wide", "limit_meanpos"):
         assert name in reg
     m = tiny_model(9, vocab=60)
@@ -388,8 +387,12 @@ def test_bad_inputs():
         la.lime_limit(m, np.array([1, 999]))
     with pytest.raises(ValueError, match="kernel_width"):
         la.lime_limit(m, ids, kernel_width=0)
-    with pytest.raises(ValueError, match="removal"):
-        la.lime_limit(m, ids, removal="drop")
+    with pytest.raises(TypeError, match="bow must be True"):
+        la.lime_limit(m, ids, bow="false")
+    with pytest.raises(TypeError, match="kernel_width must be a positive number"):
+        la.lime_limit(m, ids, kernel_width="25")
+    with pytest.raises(ValueError, match=r"do not start with \[CLS\]"):
+        la.lime_limit(m, ids[1:])
     with pytest.raises(ValueError, match="positions"):
         la.lime_limit(m, ids, positions="exact")
     with pytest.raises(ValueError, match="method"):
@@ -405,3 +408,22 @@ def test_bad_inputs():
     pre = tiny_pretrained(m)
     with pytest.raises(ValueError, match="normalize_for_lime"):
         la.text_inputs(pre, "w1, w2!", True)
+
+
+def test_limit_takes_a_pretrained_and_a_text_like_fastlime():
+    """lime_limit(pre, text) gives one coefficient per lime word, even when out-of-vocabulary
+    words share the UNK id (with ids, they would be one feature)."""
+    from attnxai import fastlime
+
+    m = tiny_model(11, vocab=60)
+    pre = tiny_pretrained(m)
+    text = "w1 zork w2 blarg w1 w3"                  # zork and blarg are both UNK
+    words = fastlime.explain(pre, text, num_samples=50, random_state=0).words
+    assert words == ["w1", "zork", "w2", "blarg", "w3"]
+    for bow, d in ((True, 5), (False, 6)):
+        by_text = la.lime_limit(pre, text, bow=bow)
+        assert by_text.shape == (d,)
+        ids, feats = la.text_inputs(pre, text, bow)
+        np.testing.assert_array_equal(by_text, la.lime_limit(m, ids, bow=bow, features=feats))
+    assert la.lime_limit(m, ids, bow=True).shape == (4,)   # by id: w1, UNK, w2, w3
+

@@ -28,10 +28,14 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .data import cache_dir, load_imdb
+from .interface import ClassifierBase
 from .model import AttentionClassifier
+from .runconfig import profile as book_profile
 from .text import Vocab
 from .train import TrainConfig, get_config, predict, train
 
+#: The model classes a checkpoint can hold, by the name its config.json records (``arch``).
+MODEL_CLASSES: dict[str, type[ClassifierBase]] = {"AttentionClassifier": AttentionClassifier}
 #: Bump when a change to the code changes what a given config trains to.
 FORMAT_VERSION = 1
 _FILES = ("model.safetensors", "config.json", "vocab.json", "metrics.json")
@@ -41,7 +45,7 @@ _FILES = ("model.safetensors", "config.json", "vocab.json", "metrics.json")
 class Pretrained:
     """A trained model with its vocabulary, training config and metrics."""
 
-    model: AttentionClassifier
+    model: ClassifierBase
     vocab: Vocab
     config: dict[str, Any]
     metrics: dict[str, Any]
@@ -60,9 +64,14 @@ class Pretrained:
                        head: int | None = None) -> np.ndarray:
         """Logits (n, n_classes) as float64 numpy: the ``classifier_fn`` to give lime.
 
-        Texts with no word left (lime can delete every word) are the document ``[CLS]`` alone.
-        ``head=i`` returns head ``i``'s own output ``W_l^(i) v~^(i)`` (explaining one head).
+        ``texts`` is a list of str (a single str is refused: it would be read as a list of
+        characters). Texts with no word left (lime can delete every word) are the document
+        ``[CLS]`` alone. ``head=i`` returns head ``i``'s own output ``W_l^(i) v~^(i)`` (explaining
+        one head; the last layer's heads for a multi-layer model).
         """
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("predict_logits takes a list of texts, got a single str: wrap it, "
+                            "predict_logits([text])")
         seqs = []
         for t in texts:
             try:
@@ -108,7 +117,11 @@ def load(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32) -> Pret
         raise FileNotFoundError(f"{path} is not a complete attnxai checkpoint: missing {missing}")
     config = json.loads((path / "config.json").read_text())
     vocab = Vocab.load(path / "vocab.json")
-    model = AttentionClassifier(**config["model"])
+    arch = config.get("arch", "AttentionClassifier")
+    if arch not in MODEL_CLASSES:
+        raise ValueError(f"{path} holds a {arch!r} model, unknown to this version of attnxai "
+                         f"(known: {sorted(MODEL_CLASSES)})")
+    model = MODEL_CLASSES[arch](**config["model"])
     state = load_file(path / "model.safetensors")
     model.load_state_dict(state)
     model.to(dtype).eval()
@@ -127,7 +140,7 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     """The model trained with ``profile`` ("paper", "quick" or a TrainConfig), from the cache,
     training it first if needed. ``profile=None`` reads ``ATTNXAI_PROFILE`` (default "paper"):
     this is how the test build of the book runs every chapter on the quick model."""
-    profile = profile or os.environ.get("ATTNXAI_PROFILE", "paper")
+    profile = profile or book_profile()
     config = get_config(profile)
     data = load_imdb(archive)
     folder = cache_dir() / "models" / f"{config.profile}-{cache_key(config, data.checksum)}"
@@ -136,7 +149,8 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
             raise FileNotFoundError(f"no cached model for profile {config.profile!r} at {folder}; "
                                     f"run `python -m attnxai train --profile {config.profile}`")
         model, vocab, metrics = train(config, data, progress=progress)
-        conf = {"train": config.to_dict(), "model": model.config, "data_sha256": data.checksum,
+        conf = {"arch": type(model).__name__, "train": config.to_dict(), "model": model.config,
+                "data_sha256": data.checksum,
                 "format": FORMAT_VERSION}
         save(Pretrained(model, vocab, conf, metrics), folder)
     return load(folder, dtype=dtype)

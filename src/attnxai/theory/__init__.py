@@ -1,10 +1,17 @@
 """Closed forms from the paper (and beyond it), each checked against the package's explainers.
 
-Submodules: :mod:`~attnxai.theory.gradient_theorem` (Section 4; ``theory.gradient(model, ids)``) and the LIME limits (Section 5).
+:mod:`~attnxai.theory.gradient_theorem` (Section 4; ``theory.gradient(model, ids)``),
+:mod:`~attnxai.theory.lime_text` (LIME's large-sample limit for any text model, Section 5),
+:mod:`~attnxai.theory.lime_attention` (LIME on the attention classifier: the paper's formula and
+this book's limit), :mod:`~attnxai.theory.approximations` (the table the corpus experiment
+compares with LIME).
 """
 
-from . import gradient_theorem  # noqa: E402,F401  Section 4: the gradient theorem
-from .gradient_theorem import gradient, gradient_terms, gradient_x_input  # noqa: E402,F401
-from . import lime_text  # noqa: E402,F401  Section 5: LIME's large-sample limit for text
-from . import lime_attention  # noqa: E402,F401  Section 5: LIME on the attention classifier
-from .lime_attention import lime_limit, lime_limit_heads, lime_paper  # noqa: E402,F401
+from . import approximations, gradient_theorem, lime_attention, lime_text
+from .approximations import APPROXIMATIONS
+from .gradient_theorem import gradient, gradient_terms, gradient_x_input
+from .lime_attention import lime_limit, lime_limit_heads, lime_paper
+
+__all__ = ["APPROXIMATIONS", "approximations", "gradient", "gradient_terms", "gradient_theorem",
+           "gradient_x_input", "lime_attention", "lime_limit", "lime_limit_heads", "lime_paper",
+           "lime_text"]

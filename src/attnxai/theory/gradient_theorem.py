@@ -36,26 +36,19 @@ import sympy as sp
 import torch
 from torch import Tensor
 
+from .. import validate
+from ..explainers import gradient as autodiff_gradient
+from ..interface import iter_batches
 from ..model import AttentionClassifier, Internals
 from ..symbolic import SymbolicModel
 
 TERMS = ("value", "key", "query")
 
 
-def check_target(model: AttentionClassifier, target: int) -> int:
-    """``target`` as a valid logit index of ``model`` (clear error otherwise)."""
-    if isinstance(target, bool) or not isinstance(target, int):
-        raise TypeError(f"target must be an int (the index of a logit), got {type(target).__name__}")
-    if not 0 <= target < model.n_classes:
-        raise ValueError(f"target class {target} does not exist: the model has {model.n_classes} "
-                         f"logits (classes 0..{model.n_classes - 1})")
-    return target
-
-
 def _internals(model: AttentionClassifier, ids: Tensor) -> Internals:
     ids, mask = model.ids_and_mask(ids)
     with torch.no_grad():
-        return model.forward_embeddings(model.embed(ids), mask, return_internals=True, ids=ids)
+        return model.internals(model.embed(ids), mask, ids=ids)
 
 
 def gradient_terms(model: AttentionClassifier, ids: Tensor, target: int = 1) -> dict[str, Tensor]:
@@ -65,7 +58,7 @@ def gradient_terms(model: AttentionClassifier, ids: Tensor, target: int = 1) -> 
     ``"key"``: ``(1/K) sum_i alpha_t (s_t - s~) / sqrt(d_att) W_k^T q_1``;
     ``"query"``: the ``[CLS]`` query's own dependence, non-zero only at position 0.
     """
-    target = check_target(model, target)
+    target = validate.target(target, model.n_classes)
     it = _internals(model, ids)
     K = model.n_heads
     scale = 1.0 / math.sqrt(model.d_attn)
@@ -94,7 +87,7 @@ def gradient(model: AttentionClassifier, ids: Tensor, target: int = 1) -> Tensor
 
 def gradient_x_input(model: AttentionClassifier, ids: Tensor, target: int = 1) -> Tensor:
     """The corollary: ``e_t . grad_{e_t} f`` without forming the gradient, (B, T) (0 on padding)."""
-    target = check_target(model, target)
+    target = validate.target(target, model.n_classes)
     it = _internals(model, ids)
     s = it.token_scores[..., target]
     s_bar = it.head_logits[..., target][..., None]
@@ -217,11 +210,9 @@ def corpus_terms(model: AttentionClassifier, seqs, target: int = 1, batch_size: 
     """
     import pandas as pd
 
-    from ..explainers import batches  # explainers imports this module: import at call time
-
-    target = check_target(model, target)
+    target = validate.target(target, model.n_classes)
     frames = []
-    for start, ids in batches(model, seqs, batch_size):
+    for start, ids in iter_batches(model, seqs, batch_size):
         terms = gradient_terms(model, ids, target)
         ids_c = model.check_ids(ids)
         mask = model.pad_mask(ids_c).clone()
@@ -231,7 +222,7 @@ def corpus_terms(model: AttentionClassifier, seqs, target: int = 1, batch_size: 
         g = terms["value"] + terms["key"] + terms["query"]
         shares = term_shares(terms, mask)
         with torch.no_grad():
-            alpha = model.cls_attention(e, model.pad_mask(ids_c))
+            alpha = model.cls_attention(e, model.pad_mask(ids_c))[:, 0]
         b, t = mask.nonzero(as_tuple=True)
         cols = {"review": (b + start).numpy(), "position": t.numpy(), "id": ids_c[b, t].numpy(),
                 "alpha_avg": alpha.mean(1)[b, t], "g_l2": g.norm(dim=-1)[b, t]}
@@ -258,12 +249,10 @@ def compare_with_autodiff(model: AttentionClassifier, seqs, target: int = 1, bat
     divide by ~0), ``max_abs_diff_gxi`` (the corollary :func:`gradient_x_input` against
     ``e_t . autodiff``) and ``max_abs_gxi``. Run it on a float64 model to see rounding level.
     """
-    from ..explainers import batches, gradient as autodiff_gradient
-
-    target = check_target(model, target)
+    target = validate.target(target, model.n_classes)
     out = {"reviews": 0, "tokens": 0, "max_abs_diff": 0.0, "max_abs_grad": 0.0,
            "max_rel_review": 0.0, "max_rel_token": 0.0, "max_abs_diff_gxi": 0.0, "max_abs_gxi": 0.0}
-    for _, ids in batches(model, seqs, batch_size):
+    for _, ids in iter_batches(model, seqs, batch_size):
         auto, e = autodiff_gradient(model, ids, target, return_embeddings=True)
         closed = gradient(model, ids, target)
         gxi = (auto * e).sum(-1)

@@ -13,7 +13,7 @@ Two approximations of LIME's large-sample coefficients for one document ``ids`` 
 :func:`lime_limit`
     This book's large-sample limit. Conditional on the kept fraction ``p`` it needs the effect
     ``delta_j(p)`` of keeping feature j and the mean output ``Phi(p)``; then (exact identity to
-    first order in 1/d, exact for linear models, :func:`attnxai.theory.lime_text.beta_from_profile`)
+    first order in 1/d, exact for linear models, :func:`attnxai.theory.lime_text.beta_from_effects`)
 
         beta_j = E_pi[p(1-p)(delta_j(p) - mean_k delta_k(p))] / E_pi[p(1-p)]
                  + Cov_pi(p, Phi(p)) / (d Var_pi(p)),
@@ -30,157 +30,136 @@ Two approximations of LIME's large-sample coefficients for one document ``ids`` 
     replaces ``M`` and ``N`` by their means (the "denominators concentrate" argument; it fails
     when a few tokens carry most of a head's attention, as in trained models).
 
-    ``removal="replace"`` (lime's ``bow=False`` with ``mask_string="UNK"``: what the paper's theorem
-    assumes) keeps every token in place. ``removal="delete"`` (lime's default ``bow=True``: what the
-    authors ran) removes all occurrences of a word and the later tokens move forward; a kept token
+    ``bow=False`` (replacement by UNK, lime's ``bow=False`` with ``mask_string="UNK"``: what the
+    paper's theorem assumes) keeps every token in place. ``bow=True`` (deletion, lime's default:
+    what the authors ran) removes all occurrences of a word and the later tokens move forward; a kept token
     preceded by ``n`` tokens of other words sits at ``1 + (earlier occurrences of its own word) + B``
     with ``B ~ Binomial(n, p)``, treated as independent across tokens (``positions="binomial"``;
     ``"averaged"`` and ``"mean"`` are cruder), and ``shift=True`` accounts for the later tokens
     moving when word j is kept (one position per word).
 
-Both functions only read the model's weights (float64 internally) and never call the model on
-perturbed documents: they are closed forms / quadratures, not simulations.
+Both functions read the model through its float64 projections (:mod:`attnxai.network`, the same
+tables the fast LIME evaluates) and never call the model on perturbed documents: they are closed
+forms / quadratures, not simulations.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from scipy.special import gammaln
-from threadpoolctl import threadpool_limits
 
+from .. import validate
+from ..checkpoint import Pretrained
+from ..fastlime import is_normalized, lime_features
 from ..model import AttentionClassifier
-from .lime_text import DEFAULT_KERNEL_WIDTH, RemovalLaw, beta_from_profile, check_kernel_width, continuous_law, removal_law
+from ..network import Projections
+from ..threads import one_blas_thread
+from .lime_text import (DEFAULT_KERNEL_WIDTH, RemovalLaw, beta_from_effects, continuous_law,
+                        removal_law)
 
-REMOVALS = ("replace", "delete")
+__all__ = ["Effects", "Tables", "conditional_effects", "document_features", "lime_limit",
+           "lime_limit_heads", "lime_paper", "symbolic_meanfield_wide", "tables", "text_inputs"]
+
 POSITIONS = ("binomial", "averaged", "mean")
 LAWS = ("discrete", "continuous")
-METHODS = ("integral", "meanfield")
+#: How E[M/N] is computed (``method=``): exactly for independent keeping, or by the mean field.
+EXPECTATION_METHODS = ("integral", "meanfield")
 
 
-# --------------------------------------------------------------------------- features
-def lime_features(words: Sequence, bow: bool = True) -> list[np.ndarray]:
-    """lime's features for a document of ``words`` (tokens after ``[CLS]``), as arrays of token
-    positions (1-based: position 0 is ``[CLS]``).
-
-    ``bow=True``: one feature per distinct word, in order of first occurrence (lime's
-    ``IndexedString`` order), holding all its positions. ``bow=False``: one feature per position.
-    """
-    words = list(words)
-    if not words:
-        raise ValueError("the document has no word after [CLS]: nothing to explain")
-    if not bow:
-        return [np.array([t + 1]) for t in range(len(words))]
-    order: dict = {}
-    for t, w in enumerate(words):
-        order.setdefault(w, []).append(t + 1)
-    return [np.array(v) for v in order.values()]
-
-
+# --------------------------------------------------------------------------- inputs
 def _as_ids(model: AttentionClassifier, ids) -> np.ndarray:
+    """One document's ids as a 1-D int64 array without padding, checked by the model itself."""
     if not isinstance(model, AttentionClassifier):
         raise TypeError(f"model must be an AttentionClassifier, got {type(model).__name__} "
                         "(for a Pretrained, pass pre.model)")
-    t = torch.as_tensor(ids)
-    if t.dim() == 2:
-        if t.shape[0] != 1:
-            raise ValueError(f"explain one document at a time: ids has shape {tuple(t.shape)}")
-        t = t[0]
-    if t.dim() != 1:
-        raise ValueError(f"ids must be a 1-D sequence of token ids, got shape {tuple(t.shape)}")
-    if t.dtype.is_floating_point:
+    t = torch.as_tensor(ids) if not isinstance(ids, torch.Tensor) else ids
+    if t.dtype.is_floating_point or t.dtype == torch.bool:
         raise TypeError(f"ids must be integers, got {t.dtype}")
-    arr = t.long().numpy()
-    arr = arr[arr != model.pad_id] if model.padding == "mask" else arr
+    if t.dim() == 1:
+        t = t[None]
+    if t.dim() != 2 or t.shape[0] != 1:
+        raise ValueError(f"explain one document at a time: ids has shape {tuple(t.shape)}")
+    model.ids_and_mask(t.long())                       # the model's own checks ([CLS], range...)
+    arr = t[0].long().numpy()
+    arr = arr[arr != model.pad_id]
     if arr.size < 2:
         raise ValueError("the document has no token after [CLS]: nothing to explain")
-    if arr.size > model.max_len:
-        raise ValueError(f"documents of {arr.size} tokens are longer than the model accepts ({model.max_len})")
-    if arr.min() < 0 or arr.max() >= model.vocab_size:
-        raise ValueError(f"token ids must lie in [0, {model.vocab_size})")
-    return arr
+    return arr.astype(np.int64)
 
 
-def _check_target(model: AttentionClassifier, target: int) -> int:
-    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < model.n_classes:
-        raise ValueError(f"target must be a class index in [0, {model.n_classes}), got {target!r}")
-    return int(target)
-
-
-# --------------------------------------------------------------------------- model tables
-def position_code(pos, d_embed: int) -> np.ndarray:
-    """The sinusoidal code at real-valued positions (float64): (len(pos), d_embed)."""
-    pos = np.asarray(pos, dtype=float).reshape(-1, 1)
-    two_i = np.arange(0, d_embed, 2, dtype=float)[None, :]
-    angle = pos / np.power(10000.0, two_i / d_embed)
-    out = np.zeros((pos.shape[0], d_embed))
-    out[:, 0::2] = np.sin(angle)
-    out[:, 1::2] = np.cos(angle[:, : d_embed // 2])
-    return out
-
-
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Tables:
-    """Per-head pieces of the network for one document, in float64 (K heads, T tokens).
+    """The closed forms' (heads first) view of :class:`attnxai.network.DocumentTables` for one
+    document (float64, K heads, T tokens with [CLS] first, L positions).
 
-    For a token with id ``x`` at position ``pos``: attention score ``a[x] + b(pos)`` and value score
-    ``c[x] + r(pos)`` (logit ``target``), with ``a = W_e u``, ``b = P u``, ``u = W_k^T q_1 / sqrt(d_att)``,
-    ``c = W_e (W_l W_v)^T``, ``r = P (W_l W_v)^T``. ``a_tok``, ``c_tok`` (K, T) are for the document's
+    A token with id ``x`` at position ``pos`` has attention score ``a[x] + b(pos)`` and value
+    score ``c[x] + r(pos)`` (logit ``target``): ``a_tok``, ``c_tok`` (K, T) for the document's
     tokens, ``a_unk``, ``c_unk`` (K,) for UNK, ``b``, ``r`` (K, L) for positions 0..L-1.
     """
 
     ids: np.ndarray
-    u: np.ndarray
-    lv: np.ndarray
     a_tok: np.ndarray
     c_tok: np.ndarray
     a_unk: np.ndarray
     c_unk: np.ndarray
     b: np.ndarray
     r: np.ndarray
-    d_embed: int
     n_heads: int
+    target: int
+    projections: Projections = field(repr=False)
 
     def pos_scores(self, pos) -> tuple[np.ndarray, np.ndarray]:
         """``b`` and ``r`` at real-valued positions ``pos``: (K, len(pos)) each."""
-        P = position_code(pos, self.d_embed)
-        return np.einsum("kd,nd->kn", self.u, P), np.einsum("kd,nd->kn", self.lv, P)
+        b, r = self.projections.at_positions(pos)
+        return b.T, r[:, :, self.target].T
 
 
-def tables(model: AttentionClassifier, ids, target: int = 1, length: int | None = None) -> Tables:
-    """The :class:`Tables` of ``model`` for the document ``ids`` (positions up to ``length``)."""
+def tables(model: AttentionClassifier, ids, target: int = 1) -> Tables:
+    """The :class:`Tables` of ``model`` for the document ``ids`` (positions 0..max(max_len, T+2)-1)."""
     arr = _as_ids(model, ids)
-    target = _check_target(model, target)
-    with torch.no_grad():
-        We = model.W_e.detach().double()
-        Wq, Wk = model.W_q.detach().double(), model.W_k.detach().double()
-        Wv, Wl = model.W_v.detach().double(), model.W_l.detach().double()
-        L = max(model.max_len, arr.size + 2) if length is None else length
-        # the model's own position codes (float32-rounded in a float32-built model), exact beyond
-        P = torch.as_tensor(position_code(np.arange(L), model.d_embed))
-        P[: model.max_len] = model.P.detach().double()[: model.max_len]
-        e0 = We[arr[0]] + P[0]
-        q1 = torch.einsum("kad,d->ka", Wq, e0)
-        u = torch.einsum("ka,kad->kd", q1, Wk) / math.sqrt(model.d_attn)
-        lv = torch.einsum("kv,kvd->kd", Wl[:, target, :], Wv)
-        emb = We[torch.as_tensor(arr)]
-        unk = We[model.unk_id]
-        t = Tables(ids=arr, u=u.numpy(), lv=lv.numpy(),
-                   a_tok=torch.einsum("kd,td->kt", u, emb).numpy(), c_tok=torch.einsum("kd,td->kt", lv, emb).numpy(),
-                   a_unk=(u @ unk).numpy(), c_unk=(lv @ unk).numpy(),
-                   b=torch.einsum("kd,ld->kl", u, P).numpy(), r=torch.einsum("kd,ld->kl", lv, P).numpy(),
-                   d_embed=model.d_embed, n_heads=model.n_heads)
-    return t
+    target = validate.target(target, model.n_classes)
+    proj = Projections.of(model)
+    doc = proj.document(arr, target)
+    L = max(model.max_len, arr.size + 2)
+    return Tables(ids=arr, a_tok=doc.word_score.T, c_tok=doc.word_value.T, a_unk=doc.unk_score,
+                  c_unk=doc.unk_value, b=doc.pos_score[:L].T, r=doc.pos_value[:L].T,
+                  n_heads=proj.n_heads, target=target, projections=proj)
+
+
+def _inputs(model, ids, bow: bool, features) -> tuple[AttentionClassifier, np.ndarray,
+                                                     list[np.ndarray]]:
+    """``(model, ids, features)`` from what :func:`attnxai.fastlime.explain` takes: a
+    :class:`~attnxai.checkpoint.Pretrained` and a text (features = lime's words, so coefficients
+    align with ``fastlime.explain(pre, text).words``), or the model and the document's ids
+    (features = the distinct ids, or ``features``)."""
+    if isinstance(ids, str):
+        if not isinstance(model, Pretrained):
+            raise TypeError("with a text, pass the Pretrained (model and vocabulary), not "
+                            f"{type(model).__name__}")
+        arr, feats = text_inputs(model, ids, bow)
+        if features is not None:
+            raise ValueError("give either a text (features are lime's words) or ids and features")
+        return model.model, arr, feats
+    if isinstance(model, Pretrained):
+        model = model.model
+    arr = _as_ids(model, ids)
+    return model, arr, _features(model, arr, validate.bow(bow), features)
+
+
+def document_features(words: Sequence[str], bow: bool) -> list[np.ndarray]:
+    """lime's features of a document as arrays of 1-based token positions
+    (:func:`attnxai.fastlime.lime_features`, the one grouping)."""
+    return lime_features(words, bow)[1]
 
 
 def _features(model: AttentionClassifier, arr: np.ndarray, bow: bool, features) -> list[np.ndarray]:
     T = arr.size
     if features is None:
-        return lime_features(arr[1:].tolist(), bow)
+        return document_features([str(x) for x in arr[1:]], bow)
     feats = [np.atleast_1d(np.asarray(f, dtype=int)) for f in features]
     flat = np.concatenate(feats) if feats else np.array([], dtype=int)
     if not feats or flat.size != T - 1 or set(flat.tolist()) != set(range(1, T)):
@@ -197,7 +176,7 @@ def _incidence(feats: list[np.ndarray], T: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the paper's formula
-def lime_paper(model: AttentionClassifier, ids, *, bow: bool = True, target: int = 1,
+def lime_paper(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, target: int = 1,
                features: Sequence[Sequence[int]] | None = None, factor: float = 1.5) -> np.ndarray:
     """The paper's approximation of LIME's coefficients, one per feature (lime's order).
 
@@ -206,8 +185,7 @@ def lime_paper(model: AttentionClassifier, ids, *, bow: bool = True, target: int
     the all-UNK document of the same length (``max_len`` for a ``padding="unk"`` model, as the
     authors' code) with the real document's [CLS] query. ``factor`` = 3/2 as in the paper.
     """
-    arr = _as_ids(model, ids)
-    feats = _features(model, arr, bow, features)
+    model, arr, feats = _inputs(model, ids, bow, features)
     tb = tables(model, arr, target)
     T = arr.size
     Lr = model.max_len if model.padding == "unk" else T  # length of the real (padded) document
@@ -232,10 +210,10 @@ def _softmax(s: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the mean-field limit
 @dataclass
-class Profile:
-    """Mean-field quantities at the nodes of a law of ``p``: ``delta`` (n_nodes, d) the effect of
-    keeping each feature, ``phi`` (n_nodes,) the mean output, per head too (``delta_heads``
-    (K, n_nodes, d), ``phi_heads`` (K, n_nodes))."""
+class Effects:
+    """Conditional effects at the nodes of lime's law of the kept fraction ``p``: ``delta``
+    (n_nodes, d) the effect of keeping each feature, ``phi`` (n_nodes,) the mean output, per head
+    too (``delta_heads`` (K, n_nodes, d), ``phi_heads`` (K, n_nodes))."""
 
     law: RemovalLaw
     delta: np.ndarray
@@ -251,10 +229,11 @@ def _law(d: int, kernel_width: float, law: str, n_nodes: int) -> RemovalLaw:
     return removal_law(d, kernel_width) if law == "discrete" else continuous_law(kernel_width, n_nodes)
 
 
-def profile(model: AttentionClassifier, ids, *, bow: bool = True, kernel_width: float = DEFAULT_KERNEL_WIDTH,
-            target: int = 1, removal: str | None = None, features=None, law: str = "discrete",
-            positions: str = "binomial", method: str = "integral", shift: bool = True,
-            n_nodes: int = 25, lambda_step: float = 0.7) -> Profile:
+def conditional_effects(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
+                        kernel_width: float = DEFAULT_KERNEL_WIDTH, target: int = 1, features=None,
+                        law: str = "discrete", positions: str = "binomial",
+                        method: str = "integral", shift: bool = True, n_nodes: int = 25,
+                        lambda_step: float = 0.7) -> Effects:
     """The effects ``delta_j(p)`` and the mean output ``Phi(p)`` that :func:`lime_limit` integrates,
     at the nodes of lime's law of the kept fraction ``p``.
 
@@ -276,35 +255,31 @@ def profile(model: AttentionClassifier, ids, *, bow: bool = True, kernel_width: 
     occurrences before a token are not counted, which keeps the expansion stable).
 
     Everything is a smooth (polynomial) function of ``p``: for ``law="discrete"`` with more than
-    ``n_nodes`` values of ``p`` the profile is computed at ``n_nodes`` Chebyshev-Lobatto points and
+    ``n_nodes`` values of ``p`` the effects are computed at ``n_nodes`` Chebyshev-Lobatto points and
     interpolated (barycentric) to the ``d`` values.
     """
-    arr = _as_ids(model, ids)
-    feats = _features(model, arr, bow, features)
-    nu = check_kernel_width(kernel_width)
-    removal = removal or ("delete" if bow else "replace")
-    if removal not in REMOVALS:
-        raise ValueError(f"removal must be one of {REMOVALS}, got {removal!r}")
-    if positions not in POSITIONS:
-        raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    model, arr, feats = _inputs(model, ids, bow, features)
+    nu = validate.kernel_width(kernel_width, allow_inf=True)
+    removal = "delete" if validate.bow(bow) else "replace"
+    validate.choice(law, "law", LAWS)
+    validate.choice(positions, "positions", POSITIONS)
+    validate.choice(method, "method", EXPECTATION_METHODS)
     if not lambda_step > 0:
         raise ValueError(f"lambda_step must be > 0, got {lambda_step!r}")
     if int(n_nodes) < 3:
         raise ValueError(f"n_nodes must be >= 3, got {n_nodes!r}")
     if removal == "delete" and model.padding == "unk":
-        raise NotImplementedError("removal='delete' is only derived for padding='mask' models "
+        raise NotImplementedError("bow=True (deletion) is only derived for padding='mask' models "
                                   "(with UNK padding the pad tokens move with the deletions)")
     lw = _law(len(feats), nu, law, int(n_nodes))
     tb = tables(model, arr, target)
     # Many small matrix products: a multi-threaded BLAS only adds overhead (and contention).
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _profile(model, tb, feats, removal, lw, law, positions, method, shift, int(n_nodes),
+    with one_blas_thread():
+        return _effects(model, tb, feats, removal, lw, law, positions, method, shift, int(n_nodes),
                         lambda_step)
 
 
-def _profile(model, tb, feats, removal, lw, law, positions, method, shift, n_nodes, lambda_step):
+def _effects(model, tb, feats, removal, lw, law, positions, method, shift, n_nodes, lambda_step):
     st = _TokenStates(model, tb, feats, removal)
     if law == "discrete" and lw.p.size > n_nodes:
         lo, hi = lw.p.min(), lw.p.max()
@@ -332,7 +307,7 @@ def _profile(model, tb, feats, removal, lw, law, positions, method, shift, n_nod
         from scipy.interpolate import BarycentricInterpolator
         delta = np.moveaxis(BarycentricInterpolator(nodes, np.moveaxis(delta, 1, 0))(lw.p), 0, 1)
         phi = BarycentricInterpolator(nodes, phi.T)(lw.p).T
-    return Profile(lw, delta.mean(axis=0), phi.mean(axis=0), delta, phi, feats)
+    return Effects(lw, delta.mean(axis=0), phi.mean(axis=0), delta, phi, feats)
 
 
 class _TokenStates:
@@ -574,43 +549,36 @@ def _integral(st: _TokenStates, k: int, p: float, lam: np.ndarray, KE, KH, RE=No
     return base @ (on - off), phi
 
 
-@dataclass
-class LimeApprox:
-    """Coefficients of an approximation, one per feature, with the features' token positions."""
+def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
+               kernel_width: float = DEFAULT_KERNEL_WIDTH, target: int = 1, features=None,
+               law: str = "discrete", positions: str = "binomial", method: str = "integral",
+               shift: bool = True, n_nodes: int = 25, lambda_step: float = 0.7) -> np.ndarray:
+    """LIME's large-sample coefficients for the attention classifier (module docstring).
 
-    beta: np.ndarray
-    features: list[np.ndarray]
-    ids: np.ndarray
-
-    def feature_ids(self) -> list[int]:
-        """The token id of each feature (its first occurrence)."""
-        return [int(self.ids[f[0]]) for f in self.features]
-
-
-def lime_limit(model: AttentionClassifier, ids, *, bow: bool = True, kernel_width: float = DEFAULT_KERNEL_WIDTH,
-               target: int = 1, removal: str | None = None, features=None, law: str = "discrete",
-               positions: str = "binomial", method: str = "integral", shift: bool = True,
-               n_nodes: int = 25, lambda_step: float = 0.7) -> np.ndarray:
-    """LIME's large-sample coefficients for the attention classifier, mean-field closed form.
+    Inputs as :func:`attnxai.fastlime.explain`: ``lime_limit(pre, text)`` (a text in
+    :func:`attnxai.normalize_for_lime` form) returns one coefficient per word of
+    ``fastlime.explain(pre, text).words``, in that order; ``lime_limit(pre.model, ids)`` one per
+    distinct id (out-of-vocabulary words share the UNK id, so fewer than lime's words: pass the
+    text, or ``features``).
 
     One coefficient per feature in lime's order (``bow=True``: distinct tokens by first occurrence;
-    ``bow=False``: positions). ``removal`` defaults to lime's: ``"delete"`` for ``bow=True``,
-    ``"replace"`` (by UNK) for ``bow=False``; ``features`` overrides the grouping (a partition of
-    positions 1..T-1, e.g. from lime's words when distinct words share an id). ``law``:
+    ``bow=False``: positions; ``bow=True`` deletes words as lime does, ``bow=False`` replaces them
+    by UNK); ``features`` overrides the grouping (a partition of positions 1..T-1, e.g. from lime's
+    words when distinct words share an id). ``law``:
     ``"discrete"`` (the exact law of lime's draws for this d) or ``"continuous"`` (d -> infinity).
     """
-    prof = profile(model, ids, bow=bow, kernel_width=kernel_width, target=target, removal=removal,
-                   features=features, law=law, positions=positions, method=method, shift=shift,
-                   n_nodes=n_nodes, lambda_step=lambda_step)
-    return beta_from_profile(prof.law, prof.delta, prof.phi)
+    eff = conditional_effects(model, ids, bow=bow, kernel_width=kernel_width, target=target,
+                              features=features, law=law, positions=positions, method=method,
+                              shift=shift, n_nodes=n_nodes, lambda_step=lambda_step)
+    return beta_from_effects(eff.law, eff.delta, eff.phi)
 
 
 def lime_limit_heads(model: AttentionClassifier, ids, **kwargs) -> np.ndarray:
     """:func:`lime_limit` of each head's own output ``W_l^(i) v~^(i)``: (K, d). Their mean over heads
     is :func:`lime_limit` of ``f`` (LIME's limit is linear in the explained function)."""
-    prof = profile(model, ids, **kwargs)
-    return np.stack([beta_from_profile(prof.law, prof.delta_heads[k], prof.phi_heads[k])
-                     for k in range(prof.delta_heads.shape[0])])
+    eff = conditional_effects(model, ids, **kwargs)
+    return np.stack([beta_from_effects(eff.law, eff.delta_heads[k], eff.phi_heads[k])
+                     for k in range(eff.delta_heads.shape[0])])
 
 
 # --------------------------------------------------------------------------- SymPy
@@ -623,7 +591,7 @@ def symbolic_meanfield_wide():
     effect is ``delta_j(p) = (dh - Phi(p) dg) / N(p)`` with ``Phi = M / N``. Returns a dict with the
     symbols, ``delta``, ``phi``, ``main`` = ``int_0^1 6 p (1-p) delta_j(p) dp`` (the weight
     ``p(1-p)/E[p(1-p)]``) and ``slope`` = ``Cov(p, Phi)/Var(p) = 12 int_0^1 (p - 1/2) Phi(p) dp``;
-    then ``beta_j = main_j - mean_k main_k + slope / d`` (:func:`~attnxai.theory.lime_text.beta_from_profile`).
+    then ``beta_j = main_j - mean_k main_k + slope / d`` (:func:`~attnxai.theory.lime_text.beta_from_effects`).
     """
     import sympy as sp
 
@@ -643,57 +611,19 @@ def symbolic_meanfield_wide():
 
 
 # --------------------------------------------------------------------------- text-level helpers
-def text_inputs(pre, text: str, bow: bool = True) -> tuple[np.ndarray, list[np.ndarray]]:
+def text_inputs(pre: Pretrained, text: str, bow: bool = True) -> tuple[np.ndarray,
+                                                                      list[np.ndarray]]:
     """``(ids, features)`` for a text in :func:`attnxai.normalize_for_lime` form: the model's ids
     (``[CLS]`` first) and lime's features (grouped by word string, as lime groups them, even when
     distinct words share an id such as UNK)."""
+    validate.text(text)
+    if not is_normalized(text):
+        raise ValueError("the closed forms need the text in normalize_for_lime form (lowercase "
+                         "[0-9a-z] tokens, single spaces), where lime's words are the model's "
+                         "tokens: pass attnxai.normalize_for_lime(text)")
     words = text.split()
     ids = np.asarray(pre.vocab.encode(text, pre.model.max_len))
     if ids.size != len(words) + 1:
         raise ValueError("text is not in normalize_for_lime form (its words and the model's tokens "
                          "differ, or it is longer than the model accepts): normalise it first")
-    return ids, lime_features(words, bow)
-
-
-def approx_paper(pre, text: str, *, bow: bool = True, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndarray:
-    """:func:`lime_paper` on a normalised text, aligned with lime's features (kernel_width unused:
-    the paper's formula has the wide-kernel 3/2 built in)."""
-    ids, feats = text_inputs(pre, text, bow)
-    return lime_paper(pre.model, ids, bow=bow, features=feats)
-
-
-def approx_limit(pre, text: str, *, bow: bool = True, kernel_width: float = DEFAULT_KERNEL_WIDTH, **kw) -> np.ndarray:
-    """:func:`lime_limit` on a normalised text, aligned with lime's features."""
-    ids, feats = text_inputs(pre, text, bow)
-    return lime_limit(pre.model, ids, bow=bow, kernel_width=kernel_width, features=feats, **kw)
-
-
-def _register() -> None:
-    from ..experiment import register_approximation
-
-    register_approximation("paper")(approx_paper)
-    register_approximation("limit")(approx_limit)
-
-    def meanfield(pre, text, *, bow=True, kernel_width=DEFAULT_KERNEL_WIDTH):
-        """The mean-field (concentration) version of the limit."""
-        return approx_limit(pre, text, bow=bow, kernel_width=kernel_width, method="meanfield")
-
-    def limit_wide(pre, text, *, bow=True, kernel_width=DEFAULT_KERNEL_WIDTH):
-        """The limit for a wide kernel (the paper's assumption), whatever lime's width."""
-        return approx_limit(pre, text, bow=bow, kernel_width=math.inf)
-
-    def limit_meanpos(pre, text, *, bow=True, kernel_width=DEFAULT_KERNEL_WIDTH):
-        """The limit with every kept token at its mean position (deletion; = limit for bow=False)."""
-        return approx_limit(pre, text, bow=bow, kernel_width=kernel_width, positions="mean", shift=False)
-
-    meanfield.__qualname__, limit_wide.__qualname__ = "approx_meanfield", "approx_limit_wide"
-    limit_meanpos.__qualname__ = "approx_limit_meanpos"
-    register_approximation("meanfield")(meanfield)
-    register_approximation("limit_wide")(limit_wide)
-    register_approximation("limit_meanpos")(limit_meanpos)
-
-
-try:
-    _register()
-except ImportError:  # pragma: no cover - the runner is optional for the theory
-    pass
+    return ids, document_features(words, bow)

@@ -25,7 +25,7 @@ closed form (:func:`sigma_inverse`). With ``m = P_pi(z_j = 1)`` and the weighted
 
 and for a wide kernel ``scale = (3/2)(1 - 1/d)``, ``shrink = (d - 3)/(d - 1)``: the paper's 3/2 as
 ``d -> infinity``. Conditioning on the kept fraction ``p = (d - s)/d`` gives a second exact form,
-used for the attention model (:func:`beta_from_profile`).
+used for the attention model (:func:`beta_from_effects`).
 
 Everything here is float64 numpy; :func:`symbolic_moments` gives the same sums in SymPy.
 """
@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from .. import validate
 
 #: lime's default kernel width for text.
 DEFAULT_KERNEL_WIDTH = 25.0
@@ -60,14 +62,9 @@ def check_d(d) -> int:
 
 
 def check_kernel_width(kernel_width) -> float:
-    """A kernel width is a positive number; ``math.inf`` means the wide-kernel limit (pi = 1)."""
-    try:
-        nu = float(kernel_width)
-    except (TypeError, ValueError):
-        raise TypeError(f"kernel_width must be a positive number, got {kernel_width!r}") from None
-    if math.isnan(nu) or nu <= 0:
-        raise ValueError(f"kernel_width must be > 0 (math.inf for the wide-kernel limit), got {kernel_width!r}")
-    return nu
+    """A kernel width is a positive number; ``math.inf`` means the wide-kernel limit (pi = 1)
+    (:func:`attnxai.validate.kernel_width`, the one validator)."""
+    return validate.kernel_width(kernel_width, allow_inf=True)
 
 
 # --------------------------------------------------------------------------- lime's ingredients
@@ -222,7 +219,8 @@ def sigma_inverse(d: int, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndar
 
     With ``C = a I + b 1 1^T`` (the weighted covariance of z), ``C^{-1} = (I - b/(a + d b) 1 1^T)/a``
     and ``Sigma^{-1} = (1/alpha0) [[1 + m^2 d/(a + d b), -m/(a + d b) 1^T],
-    [-m/(a + d b) 1, C^{-1}]]``. Wide kernel, large d: the z-block is ``6 I - 6/(d+2) 1 1^T``.
+    [-m/(a + d b) 1, C^{-1}]]``. Wide kernel: the z-block is exactly
+    ``(6d/(d+1)) (I - (d-3)/(d(d-1)) 1 1^T)``, about ``6 I - (6/d) 1 1^T`` for large d.
     """
     if check_d(d) == 1:
         raise ValueError("Sigma is singular for d=1 (every perturbation removes the only feature)")
@@ -270,7 +268,7 @@ def three_halves(delta) -> np.ndarray:
     return 1.5 * (delta - delta.mean())
 
 
-def beta_from_profile(law: RemovalLaw, delta_p, phi_p) -> np.ndarray:
+def beta_from_effects(law: RemovalLaw, delta_p, phi_p) -> np.ndarray:
     """Exact ``beta^inf`` from quantities conditional on the kept fraction ``p``.
 
     ``delta_p`` (n_nodes, d): ``delta_j(p)``, the effect of keeping rather than removing feature j
@@ -300,7 +298,7 @@ def beta_from_profile(law: RemovalLaw, delta_p, phi_p) -> np.ndarray:
     return main + slope / d
 
 
-def profile_constants(law: RemovalLaw) -> dict[str, float]:
+def law_constants(law: RemovalLaw) -> dict[str, float]:
     """``E_pi[p]``, ``E_pi[p(1-p)]``, ``Var_pi(p)`` and ``scale = m(1-m)/E_pi[p(1-p)]``."""
     p = law.p
     m = float(law.mean(p))

@@ -1,4 +1,7 @@
-"""attnxai.lime against the real lime 0.2.0.1: same masks, same weights, same coefficients."""
+"""attnxai.fastlime against the real lime 0.2.0.1: same masks, same weights, same coefficients.
+
+Most tests use tiny random float64 models (conftest.make_tiny): the fast path is exact for any
+weights, so no trained model is needed; a few run on the trained quick model for realism."""
 
 from __future__ import annotations
 
@@ -12,9 +15,12 @@ from sklearn.metrics.pairwise import pairwise_distances
 from threadpoolctl import threadpool_limits
 
 import attnxai
-from attnxai import lime as L
+from attnxai import fastlime as L
 from attnxai.checkpoint import Pretrained
+from attnxai.fastlime import kernels
+from attnxai.fastlime.problem import Problem
 from attnxai.model import AttentionClassifier
+from conftest import make_tiny, tiny_text
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,25 +31,30 @@ def one_blas_thread():
 
 
 @pytest.fixture(scope="module")
-def reviews(imdb):
-    """Three normalised test reviews: short, medium, and 255 tokens (the model's limit)."""
-    texts = [attnxai.normalize_for_lime(r.text) for r in imdb.test[:400]]
-    lengths = np.array([len(t.split()) for t in texts])
-    short = texts[int(np.flatnonzero(lengths < 60)[0])]
-    medium = texts[int(np.flatnonzero((lengths > 120) & (lengths < 200))[0])]
-    full = texts[int(np.flatnonzero(lengths == 255)[0])]
-    return {"short": short, "medium": medium, "full": full}
+def reviews():
+    """Three normalised texts for the tiny model (max_len 256): short, medium, and 255 tokens."""
+    return {"short": tiny_text(12, 1), "medium": tiny_text(37, 2), "full": tiny_text(255, 3)}
 
 
 @pytest.fixture(scope="module")
-def unk_model64(quick_model64):
-    """The quick checkpoint with the authors' padding: UNK fill to max_len, attended."""
-    m = quick_model64.model
-    cfg = {**m.config, "padding": "unk"}
-    m2 = AttentionClassifier(**cfg).double()
-    m2.load_state_dict(m.state_dict())
-    m2.eval()
-    return Pretrained(m2, quick_model64.vocab, quick_model64.config, quick_model64.metrics)
+def model64():
+    return make_tiny(max_len=256)
+
+
+@pytest.fixture(scope="module")
+def unk_model64():
+    """The authors' padding: UNK fill to max_len, attended."""
+    return make_tiny("unk", max_len=64)
+
+
+@pytest.fixture(scope="module")
+def real_reviews(imdb):
+    """Normalised test reviews for the trained model: medium, and 255 tokens (its limit)."""
+    texts = [attnxai.normalize_for_lime(r.text) for r in imdb.test[:400]]
+    lengths = np.array([len(t.split()) for t in texts])
+    medium = texts[int(np.flatnonzero((lengths > 120) & (lengths < 200))[0])]
+    full = texts[int(np.flatnonzero(lengths == 255)[0])]
+    return {"medium": medium, "full": full}
 
 
 def lime_explain(classifier_fn, text, *, bow, seed, num_samples, d, mask_string="UNK",
@@ -72,34 +83,36 @@ def assert_same(res: L.LimeResult, e, tol=1e-8):
 @pytest.mark.parametrize("bow", [True, False])
 @pytest.mark.parametrize("which", ["short", "medium", "full"])
 @pytest.mark.parametrize("seed", [0, 20240])
-def test_fast_path_equals_lime(quick_model64, reviews, bow, which, seed):
-    text = reviews[which]
-    res = L.explain(quick_model64, text, bow=bow, num_samples=1000, random_state=seed)
+def test_fast_path_equals_lime(model64, reviews, bow, which, seed):
+    fast_equals_lime(model64, reviews[which], bow, seed, 1000)
+
+
+def fast_equals_lime(pre, text, bow, seed, n):
+    """attnxai.fastlime on the fast path and lime itself, same seed: the same explanation."""
+    res = L.explain(pre, text, bow=bow, num_samples=n, random_state=seed)
     assert res.path == "fast", res.reason
-    e = lime_explain(quick_model64.predict_logits, text, bow=bow, seed=seed, num_samples=1000,
+    e = lime_explain(pre.predict_logits, text, bow=bow, seed=seed, num_samples=n,
                      d=res.num_features)
     assert_same(res, e)
+    return res, e
 
 
-def test_fast_path_equals_lime_5000_samples(quick_model64, reviews):
-    text = reviews["full"]
-    res = L.explain(quick_model64, text, bow=True, num_samples=5000, random_state=3)
-    e = lime_explain(quick_model64.predict_logits, text, bow=True, seed=3, num_samples=5000,
-                     d=res.num_features)
-    assert_same(res, e)
+@pytest.mark.parametrize("bow", [True, False])
+def test_trained_model_5000_samples_equals_lime(quick_model64, real_reviews, bow):
+    res, e = fast_equals_lime(quick_model64, real_reviews["full"], bow, 3, 5000)
     assert [w for w, _ in res.as_list()[:10]] == [w for w, _ in e.as_list(label=1)[:10]]
 
 
 @pytest.mark.parametrize("bow", [True, False])
-def test_random_state_object_is_advanced_like_lime(quick_model64, reviews, bow):
+def test_random_state_object_is_advanced_like_lime(model64, reviews, bow):
     text = reviews["short"]
     ours, theirs = np.random.RandomState(5), np.random.RandomState(5)
-    r1 = L.explain(quick_model64, text, bow=bow, num_samples=300, random_state=ours)
-    r2 = L.explain(quick_model64, text, bow=bow, num_samples=300, random_state=ours)
+    r1 = L.explain(model64, text, bow=bow, num_samples=300, random_state=ours)
+    r2 = L.explain(model64, text, bow=bow, num_samples=300, random_state=ours)
     exp = LimeTextExplainer(bow=bow, mask_string="UNK", random_state=theirs)
-    e1 = exp.explain_instance(text, quick_model64.predict_logits, labels=(1,),
+    e1 = exp.explain_instance(text, model64.predict_logits, labels=(1,),
                               num_features=r1.num_features, num_samples=300)
-    e2 = exp.explain_instance(text, quick_model64.predict_logits, labels=(1,),
+    e2 = exp.explain_instance(text, model64.predict_logits, labels=(1,),
                               num_features=r1.num_features, num_samples=300)
     assert_same(r1, e1)
     assert_same(r2, e2)
@@ -108,14 +121,14 @@ def test_random_state_object_is_advanced_like_lime(quick_model64, reviews, bow):
     assert s1[2] == s2[2] and np.array_equal(s1[1], s2[1])
 
 
-def test_global_random_state(quick_model64, reviews):
+def test_global_random_state(model64, reviews):
     """random_state=None uses numpy's global RandomState, as lime does."""
     text = reviews["short"]
     np.random.seed(11)
-    res = L.explain(quick_model64, text, num_samples=200, random_state=None)
+    res = L.explain(model64, text, num_samples=200, random_state=None)
     after_ours = np.random.random()
     np.random.seed(11)
-    e = lime_explain(quick_model64.predict_logits, text, bow=True, seed=None, num_samples=200,
+    e = lime_explain(model64.predict_logits, text, bow=True, seed=None, num_samples=200,
                      d=res.num_features)
     assert np.random.random() == after_ours
     assert_same(res, e)
@@ -123,21 +136,16 @@ def test_global_random_state(quick_model64, reviews):
 
 @pytest.mark.parametrize("bow", [True, False])
 def test_unk_padding_model_equals_lime(unk_model64, reviews, bow):
-    text = reviews["medium"]
-    res = L.explain(unk_model64, text, bow=bow, num_samples=600, random_state=1)
-    assert res.path == "fast"
-    e = lime_explain(unk_model64.predict_logits, text, bow=bow, seed=1, num_samples=600,
-                     d=res.num_features)
-    assert_same(res, e)
+    fast_equals_lime(unk_model64, reviews["medium"], bow, 1, 600)
 
 
 @pytest.mark.parametrize("bow", [True, False])
-def test_other_target_and_kernel_width(quick_model64, reviews, bow):
+def test_other_target_and_kernel_width(model64, reviews, bow):
     text = reviews["short"]
-    res = L.explain(quick_model64, text, bow=bow, num_samples=400, random_state=2, target=0,
+    res = L.explain(model64, text, bow=bow, num_samples=400, random_state=2, target=0,
                     kernel_width=3.5)
     exp = LimeTextExplainer(kernel_width=3.5, bow=bow, mask_string="UNK", random_state=2)
-    e = exp.explain_instance(text, quick_model64.predict_logits, labels=(0,),
+    e = exp.explain_instance(text, model64.predict_logits, labels=(0,),
                              num_features=res.num_features, num_samples=400)
     coef = np.zeros(res.num_features)
     for j, c in e.local_exp[0]:
@@ -146,19 +154,19 @@ def test_other_target_and_kernel_width(quick_model64, reviews, bow):
     assert abs(res.intercept - e.intercept[0]) < 1e-8
 
 
-def test_tiny_documents(quick_model64):
+def test_tiny_documents(model64):
     """d <= 6: lime's 'auto' runs forward selection, which still keeps every feature."""
     for text, bow in [("good", True), ("good", False), ("bad movie bad", True),
                       ("a truly awful film", False)]:
-        res = L.explain(quick_model64, text, bow=bow, num_samples=300, random_state=4)
-        e = lime_explain(quick_model64.predict_logits, text, bow=bow, seed=4, num_samples=300,
+        res = L.explain(model64, text, bow=bow, num_samples=300, random_state=4)
+        e = lime_explain(model64.predict_logits, text, bow=bow, seed=4, num_samples=300,
                          d=res.num_features)
         assert_same(res, e)
 
 
-def test_float32_model_close_to_lime(quick_model, reviews):
+def test_float32_model_close_to_lime(quick_model, real_reviews):
     """Fast path in float64, lime through the float32 forward: equal to float32 rounding."""
-    text = reviews["medium"]
+    text = real_reviews["medium"]
     res = L.explain(quick_model, text, num_samples=500, random_state=9)
     e = lime_explain(quick_model.predict_logits, text, bow=True, seed=9, num_samples=500,
                      d=res.num_features)
@@ -169,7 +177,7 @@ def test_float32_model_close_to_lime(quick_model, reviews):
 
 
 # ---------------------------------------------------------------- the generic path
-def test_generic_path_sends_lime_the_same_strings(quick_model64, reviews):
+def test_generic_path_sends_lime_the_same_strings(model64, reviews):
     """Same masks in the same order: classifier_fn receives exactly lime's list of strings."""
     raw = "This film was GOOD, not great... but good! Good acting; bad plot (very bad)."
     for text in (raw, reviews["short"]):
@@ -178,11 +186,11 @@ def test_generic_path_sends_lime_the_same_strings(quick_model64, reviews):
 
             def ours_fn(texts):
                 seen_ours.extend(texts)
-                return quick_model64.predict_logits(texts)
+                return model64.predict_logits(texts)
 
             def lime_fn(texts):
                 seen_lime.extend(texts)
-                return quick_model64.predict_logits(texts)
+                return model64.predict_logits(texts)
 
             res = L.explain(ours_fn, text, bow=bow, num_samples=300, random_state=8)
             assert res.path == "generic"
@@ -192,11 +200,11 @@ def test_generic_path_sends_lime_the_same_strings(quick_model64, reviews):
             assert_same(res, e)
 
 
-def test_fast_and_generic_paths_agree(quick_model64, reviews):
+def test_fast_and_generic_paths_agree(model64, reviews):
     for bow in (True, False):
-        fast = L.explain(quick_model64, reviews["medium"], bow=bow, num_samples=400,
+        fast = L.explain(model64, reviews["medium"], bow=bow, num_samples=400,
                          random_state=6, keep_data=True)
-        gen = L.explain(quick_model64, reviews["medium"], bow=bow, num_samples=400,
+        gen = L.explain(model64, reviews["medium"], bow=bow, num_samples=400,
                         random_state=6, keep_data=True, path="generic")
         assert (fast.path, gen.path) == ("fast", "generic")
         assert gen.reason == "path='generic' requested"
@@ -206,11 +214,11 @@ def test_fast_and_generic_paths_agree(quick_model64, reviews):
         np.testing.assert_allclose(fast.coef, gen.coef, rtol=0, atol=1e-10)
 
 
-def test_raw_text_takes_the_generic_path_and_equals_lime(quick_model64):
+def test_raw_text_takes_the_generic_path_and_equals_lime(model64):
     text = "A Wonderful film. The acting was superb; the ending, sadly, was weak!"
-    res = L.explain(quick_model64, text, num_samples=300, random_state=1)
+    res = L.explain(model64, text, num_samples=300, random_state=1)
     assert res.path == "generic" and "normalize_for_lime" in res.reason
-    e = lime_explain(quick_model64.predict_logits, text, bow=True, seed=1, num_samples=300,
+    e = lime_explain(model64.predict_logits, text, bow=True, seed=1, num_samples=300,
                      d=res.num_features)
     assert_same(res, e)
     assert "Wonderful" in res.words  # lime is case-sensitive
@@ -242,16 +250,14 @@ def test_generic_path_recovers_a_linear_function():
 
 
 # ---------------------------------------------------------------- the building blocks
-def test_sample_masks_numpy_and_native_agree_and_advance_state():
-    ok, why = L.native_status()
-    if not ok:
-        pytest.skip(f"native helper unavailable: {why}")
+def test_sample_masks_numba_and_numpy_agree_and_advance_state():
     for d in (1, 2, 3, 9, 168, 255, 300):
         for n in (2, 17, 700):
             r1, r2 = np.random.RandomState(d + n), np.random.RandomState(d + n)
             r1.random_sample(5), r2.random_sample(5)
-            a = L.sample_masks(d, n, r1, native=True)
-            b = L.sample_masks(d, n, r2, native=False)
+            a, used_a = L.sample_masks(d, n, r1, backend="numba")
+            b, used_b = L.sample_masks(d, n, r2, backend="numpy")
+            assert (used_a, used_b) == ("numba", "numpy")
             np.testing.assert_array_equal(a, b)
             assert r1.random_sample() == r2.random_sample()
 
@@ -259,7 +265,7 @@ def test_sample_masks_numpy_and_native_agree_and_advance_state():
 def test_sample_masks_are_lime_choices():
     """Row i drops exactly lime's choice(range(d), size, replace=False)."""
     d, n = 13, 50
-    masks = L.sample_masks(d, n, 42)
+    masks, _ = L.sample_masks(d, n, 42)
     rs = np.random.RandomState(42)
     sizes = rs.randint(1, d + 1, n - 1)
     assert masks[0].all()
@@ -270,22 +276,29 @@ def test_sample_masks_are_lime_choices():
         np.testing.assert_array_equal(masks[i], expect)
 
 
-def test_native_deletion_sums_equal_numpy(quick_model64, reviews):
-    ok, why = L.native_status()
-    if not ok:
-        pytest.skip(f"native helper unavailable: {why}")
-    prob = L._Problem(quick_model64, reviews["full"], bow=True, mask_string="UNK", target=1,
-                      path="fast", chunk_size=4096)
-    z = L.sample_masks(len(prob.words), 500, 0)
-    a, ca = prob.evaluator.sums(z, native=True)
-    b, cb = prob.evaluator.sums(z, native=False)
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_both_backends_equal_lime(model64, reviews, backend):
+    for bow in (True, False):
+        res = L.explain(model64, reviews["full"], bow=bow, num_samples=800, random_state=2,
+                        backend=backend)
+        assert res.backend == backend
+        e = lime_explain(model64.predict_logits, reviews["full"], bow=bow, seed=2,
+                         num_samples=800, d=res.num_features)
+        assert_same(res, e)
+
+
+def test_deletion_sums_numba_equal_numpy(model64, reviews):
+    kw = dict(bow=True, mask_string="UNK", target=1, path="fast", chunk_size=4096)
+    z, _ = L.sample_masks(len(set(reviews["full"].split())), 500, 0)
+    a, ca = Problem(model64, reviews["full"], backend="numba", **kw).evaluator.sums(z)
+    b, cb = Problem(model64, reviews["full"], backend="numpy", **kw).evaluator.sums(z)
     np.testing.assert_array_equal(ca, cb)
     np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
 
 
 def test_kernel_weights_are_bitwise_lime():
     for d in (1, 2, 7, 100, 255):
-        masks = L.sample_masks(d, 400, d)
+        masks, _ = L.sample_masks(d, 400, d)
         data = scipy.sparse.csr_matrix(masks.astype(float))
         dist = pairwise_distances(data, data[0], metric="cosine").ravel() * 100
         expect = np.sqrt(np.exp(-(dist ** 2) / 25 ** 2))
@@ -295,7 +308,7 @@ def test_kernel_weights_are_bitwise_lime():
 @pytest.mark.parametrize("d", [1, 4, 60, 255])
 def test_weighted_ridge_equals_sklearn(d):
     rng = np.random.default_rng(d)
-    masks = L.sample_masks(d, 2000, d)
+    masks, _ = L.sample_masks(d, 2000, d)
     y = masks @ rng.normal(size=d) + 0.3 * rng.normal(size=2000) + 2.0
     w = L.kernel_weights(masks, 25)
     X = masks.astype(float)
@@ -309,27 +322,27 @@ def test_weighted_ridge_equals_sklearn(d):
 
 
 def test_weighted_ridge_constant_target():
-    masks = L.sample_masks(5, 100, 0)
+    masks, _ = L.sample_masks(5, 100, 0)
     coef, intercept, score, _ = L.weighted_ridge(masks, np.full(100, 3.0), np.ones(100))
     np.testing.assert_allclose(coef, 0, atol=1e-12)
     assert intercept == pytest.approx(3.0) and score == 1.0
 
 
-def test_result_helpers(quick_model64, reviews):
-    res = L.explain(quick_model64, reviews["short"], num_samples=200, random_state=0)
+def test_result_helpers(model64, reviews):
+    res = L.explain(model64, reviews["short"], num_samples=200, random_state=0)
     amap = res.as_map()
     assert [abs(c) for _, c in amap] == sorted((abs(c) for c in res.coef), reverse=True)
     assert res.as_list()[0][0] == res.words[amap[0][0]]
     assert res.masks is None and res.num_samples == 200 and res.target == 1
 
 
-def test_wide_score_range_falls_back_to_generic(quick_model64, reviews):
-    m = quick_model64.model
+def test_wide_score_range_falls_back_to_generic(model64, reviews):
+    m = model64.model
     big = AttentionClassifier(**m.config).double()
     big.load_state_dict(m.state_dict())
     with torch.no_grad():
-        big.W_q.mul_(3e3)
-    pre = Pretrained(big.eval(), quick_model64.vocab, quick_model64.config, quick_model64.metrics)
+        big.W_q.mul_(3e4)
+    pre = Pretrained(big.eval(), model64.vocab, model64.config, model64.metrics)
     res = L.explain(pre, reviews["short"], num_samples=100, random_state=0)
     assert res.path == "generic" and "range" in res.reason
     with pytest.raises(ValueError, match="span more than"):
@@ -337,41 +350,56 @@ def test_wide_score_range_falls_back_to_generic(quick_model64, reviews):
 
 
 # ---------------------------------------------------------------- bad inputs
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(text=""), "empty"),
-    (dict(text="   \n"), "empty"),
-    (dict(text="?!... --"), "no word character"),
-    (dict(num_samples=1), "num_samples must be >= 2"),
-    (dict(num_samples=2.5), "num_samples must be an int"),
-    (dict(kernel_width=0), "kernel_width"),
-    (dict(bow="yes"), "bow must be True"),
-    (dict(bow=1), "bow must be True"),
-    (dict(mask_string=None), "mask_string must be a str"),
-    (dict(bow=False, mask_string="the"), "vocabulary word 'the'"),
-    (dict(bow=False, mask_string="two words"), "one token"),
-    (dict(bow=False, mask_string=""), "one token"),
-    (dict(target=2), r"target must be a class index in \[0, 2\)"),
-    (dict(target=-1), "target must be a class index"),
-    (dict(target=True), "target must be a class index"),
-    (dict(random_state="abc"), "random_state must be"),
-    (dict(random_state=np.random.default_rng(0)), "random_state must be"),
-    (dict(path="faster"), "path must be one of"),
-    (dict(path="fast", text="Not Normalised!"), "path='fast' is not possible"),
-    (dict(chunk_size=0), "chunk_size"),
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(text=""), ValueError, "empty"),
+    (dict(text="   \n"), ValueError, "empty"),
+    (dict(text="?!... --"), ValueError, "no letter or digit"),
+    (dict(text=b"bytes"), TypeError, "text must be a str"),
+    (dict(num_samples=1), ValueError, "num_samples must be >= 2"),
+    (dict(num_samples=2.5), TypeError, "num_samples must be an int"),
+    (dict(kernel_width=0), ValueError, "kernel_width"),
+    (dict(kernel_width=float("nan")), ValueError, "kernel_width"),
+    (dict(kernel_width=float("inf")), ValueError, "finite"),
+    (dict(kernel_width="25"), TypeError, "kernel_width must be a positive number"),
+    (dict(kernel_width=True), TypeError, "kernel_width must be a positive number"),
+    (dict(bow="yes"), TypeError, "bow must be True"),
+    (dict(bow="false"), TypeError, "bow must be True"),
+    (dict(bow=1), TypeError, "bow must be True"),
+    (dict(mask_string=None), TypeError, "mask_string must be a str"),
+    (dict(bow=False, mask_string="the"), ValueError, "vocabulary word 'the'"),
+    (dict(bow=False, mask_string="two words"), ValueError, "one token"),
+    (dict(bow=False, mask_string=""), ValueError, "one token"),
+    (dict(target=2), ValueError, "target class 2 does not exist"),
+    (dict(target=-1), ValueError, "target must be a class index"),
+    (dict(target=True), TypeError, "target must be an int"),
+    (dict(target=1.0), TypeError, "target must be an int"),
+    (dict(random_state="abc"), TypeError, "random_state must be"),
+    (dict(random_state=np.random.default_rng(0)), TypeError, "random_state must be"),
+    (dict(random_state=-1), ValueError, "random_state must be an int in"),
+    (dict(path="faster"), ValueError, "path must be one of"),
+    (dict(path="fast", text="Not Normalised!"), ValueError, "path='fast' is not possible"),
+    (dict(chunk_size=0), ValueError, "chunk_size"),
+    (dict(backend="cuda"), ValueError, "backend must be one of"),
 ])
-def test_bad_inputs(quick_model64, kwargs, match):
+def test_bad_inputs(model64, kwargs, exc, match):
     args = dict(text="a good movie", num_samples=50, random_state=0)
     args.update(kwargs)
     text = args.pop("text")
-    with pytest.raises(ValueError, match=match):
-        L.explain(quick_model64, text, **args)
+    with pytest.raises(exc, match=match):
+        L.explain(model64, text, **args)
 
 
-def test_too_long_text_is_refused(quick_model64):
+def test_np_int64_target_accepted(model64, reviews):
+    a = L.explain(model64, reviews["short"], num_samples=100, random_state=0, target=np.int64(0))
+    b = L.explain(model64, reviews["short"], num_samples=100, random_state=0, target=0)
+    np.testing.assert_array_equal(a.coef, b.coef)
+
+
+def test_too_long_text_is_refused(model64):
     text = " ".join(["good"] * 300)
     with pytest.raises(ValueError, match="300 tokens but the model reads at most 255"):
-        L.explain(quick_model64, text, num_samples=50)
-    res = L.explain(quick_model64, attnxai.normalize_for_lime(text), num_samples=50,
+        L.explain(model64, text, num_samples=50)
+    res = L.explain(model64, attnxai.normalize_for_lime(text), num_samples=50,
                     random_state=0, bow=False)
     assert res.num_features == 255
 
@@ -379,20 +407,20 @@ def test_too_long_text_is_refused(quick_model64):
 def test_bad_classifier_fn():
     with pytest.raises(ValueError, match=r"\(n, n_classes\) array"):
         L.explain(lambda texts: np.zeros(len(texts)), "a b c", num_samples=20)
-    with pytest.raises(ValueError, match=r"target must be a class index in \[0, 1\)"):
+    with pytest.raises(ValueError, match="target class 1 does not exist"):
         L.explain(lambda texts: np.zeros((len(texts), 1)), "a b c", num_samples=20)
-    with pytest.raises(ValueError, match="attnxai.Pretrained or a classifier_fn"):
+    with pytest.raises(TypeError, match="attnxai.Pretrained or a classifier_fn"):
         L.explain(42, "a b c", num_samples=20)
 
 
-def test_random_state_on_another_bit_generator(quick_model64, reviews):
+def test_random_state_on_another_bit_generator(model64, reviews):
     """A RandomState over PCG64 (not MT19937) takes the numpy sampler: still lime's masks."""
     text = reviews["short"]
     ours = np.random.RandomState(np.random.PCG64(3))
     theirs = np.random.RandomState(np.random.PCG64(3))
-    res = L.explain(quick_model64, text, num_samples=200, random_state=ours)
+    res = L.explain(model64, text, num_samples=200, random_state=ours)
     exp = LimeTextExplainer(bow=True, mask_string="UNK", random_state=theirs)
-    e = exp.explain_instance(text, quick_model64.predict_logits, labels=(1,),
+    e = exp.explain_instance(text, model64.predict_logits, labels=(1,),
                              num_features=res.num_features, num_samples=200)
     assert_same(res, e)
     assert ours.random_sample() == theirs.random_sample()

@@ -1,0 +1,450 @@
+"""Compiled kernels for :mod:`attnxai.lime`: lime's perturbation masks and the deletion sums.
+
+Why compiled. Two loops of the LIME reproduction cannot be vectorised with numpy:
+
+1. **The masks.** lime draws, for every sample, ``rs.choice(range(d), size, replace=False)``,
+   which numpy's legacy ``RandomState`` computes as ``permutation(d)[:size]``: a Fisher-Yates
+   shuffle of ``arange(d)`` (``i = d-1 .. 1``, ``j = random_interval(i)``, swap ``i`` and ``j``)
+   whose every draw depends on the generator state left by the previous one. numpy can only run
+   it one ``RandomState.shuffle`` call per sample (5000 Python-level calls for lime's default).
+2. **The deletion sums.** With ``bow=True`` a dropped word vanishes and the kept tokens move up,
+   so the position of a token depends on how many tokens before it were kept: a running count
+   per sample. numpy needs a gather into a ``(T*T, 2K)`` table and a sparse product for it.
+
+Both loops are short and branchy, which a just-in-time compiler turns into tight machine code:
+:func:`shuffle_masks` and :func:`delete_sums` are ``numba.njit(cache=True)`` functions (compiled
+on first use, then loaded from the on-disk cache numba keeps in ``__pycache__`` next to this
+file). Without numba, or with ``ATTNXAI_NATIVE=0`` in the environment, the numpy twins
+:func:`shuffle_masks_numpy` and :func:`delete_sums_numpy` compute the same numbers, more slowly.
+:func:`sample_masks` and :func:`deletion_sums` choose between the two (``backend="auto"``,
+``"numba"`` or ``"numpy"``).
+
+How exactness is guaranteed.
+
+* **Masks.** :func:`shuffle_masks` runs numpy's legacy MT19937 generator itself, from the state
+  ``rs.get_state(legacy=False)`` hands out (the 624-word ``key`` and the position ``pos``), and
+  :func:`sample_masks` writes the advanced state back with ``rs.set_state``: the
+  ``RandomState`` ends exactly where numpy's own calls would leave it. The generator is
+  numpy's ``mt19937_gen`` (regenerate the 624 words when ``pos`` reaches 624) and
+  ``mt19937_next32`` (tempering), and ``random_interval(max)`` is numpy's: a bit mask
+  ``max | max>>1 | ... | max>>16`` and rejection of ``draw & mask > max`` (``max < 2**31`` here,
+  so numpy takes its 32-bit branch). numba widens integer arithmetic to 64 bits, so every
+  operation is done on non-negative ``int64`` values and masked with ``0xFFFFFFFF`` where C's
+  ``uint32_t`` would wrap. The tests compare masks *and* the advanced state bit for bit with
+  numpy's ``choice`` loop, including states whose next draw regenerates the key.
+* **Deletion sums.** :func:`delete_sums` adds, per sample and head, the terms
+  ``a[k]*b[k] + a[K+k]*b[K+k]`` (and ``a[K+k]*b[k]``) in the order of the kept tokens, starting
+  from 0.0 -- the very operations, in the same order, that :func:`delete_sums_numpy` does (its
+  table holds those products and its sparse product adds rows ``1.0 * row`` in that order).
+  For speed the heads are taken in blocks of 4, 2 and 1 with the running sums in registers,
+  which changes no head's sequence of operations. numba compiles without ``fastmath``, so LLVM
+  neither fuses multiply-adds nor reorders the sums (it may pack independent heads into one
+  vector, which is exact element by element): the results are equal to the bit (tested with
+  ``np.array_equal`` for K = 1, 2, 6, 7).
+
+This module imports nothing from the rest of ``attnxai``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import warnings
+
+import numpy as np
+import scipy.sparse
+
+try:
+    import numba
+except ImportError as _exc:  # numba is optional: the numpy twins give the same numbers
+    numba = None
+    _NUMBA_IMPORT_ERROR: str | None = f"{type(_exc).__name__}: {_exc}"
+else:
+    _NUMBA_IMPORT_ERROR = None
+
+__all__ = [
+    "BACKENDS",
+    "backend_status",
+    "delete_sums",
+    "delete_sums_numpy",
+    "delete_table",
+    "deletion_sums",
+    "resolve",
+    "sample_masks",
+    "shuffle_masks",
+    "shuffle_masks_numpy",
+]
+
+#: The accepted ``backend`` arguments.
+BACKENDS = ("auto", "numba", "numpy")
+_DISABLED = ("0", "false", "no", "off")
+_FALLBACK_WARNED = False   # the "numba unavailable" RuntimeWarning is emitted once per process
+
+
+def _njit_cached(fn):
+    """``numba.njit(cache=True)``; the plain function without numba. If numba finds no writable
+    place for its cache (a read-only install and no writable user cache folder, where numba
+    raises at decoration), the function is compiled per process instead."""
+    if numba is None:
+        return fn
+    try:
+        return numba.njit(cache=True)(fn)
+    except RuntimeError:   # "cannot cache function ...: no locator available"
+        return numba.njit(fn)
+
+
+# ====================================================================== MT19937 (numpy legacy)
+_MT_N = 624
+_MT_M = 397
+_U32 = 0xFFFFFFFF
+_UPPER = 0x80000000
+_LOWER = 0x7FFFFFFF
+_MATRIX_A = 0x9908B0DF
+
+
+@_njit_cached
+def _mt_twist(key):
+    """numpy's ``mt19937_gen``: regenerate the 624 words of ``key`` (uint32[624]) in place."""
+    for i in range(_MT_N - _MT_M):
+        y = (np.int64(key[i]) & _UPPER) | (np.int64(key[i + 1]) & _LOWER)
+        v = np.int64(key[i + _MT_M]) ^ (y >> 1) ^ ((-(y & 1)) & _MATRIX_A)
+        key[i] = np.uint32(v & _U32)
+    for i in range(_MT_N - _MT_M, _MT_N - 1):
+        y = (np.int64(key[i]) & _UPPER) | (np.int64(key[i + 1]) & _LOWER)
+        v = np.int64(key[i + _MT_M - _MT_N]) ^ (y >> 1) ^ ((-(y & 1)) & _MATRIX_A)
+        key[i] = np.uint32(v & _U32)
+    y = (np.int64(key[_MT_N - 1]) & _UPPER) | (np.int64(key[0]) & _LOWER)
+    v = np.int64(key[_MT_M - 1]) ^ (y >> 1) ^ ((-(y & 1)) & _MATRIX_A)
+    key[_MT_N - 1] = np.uint32(v & _U32)
+
+
+@_njit_cached
+def _temper_all(key, buf):
+    """numpy's ``mt19937_next32`` output transform of every word of ``key`` into ``buf``
+    (uint32[624] each): one pass per regeneration, which the compiler vectorises."""
+    for i in range(_MT_N):
+        y = key[i]
+        y ^= y >> np.uint32(11)
+        y ^= (y << np.uint32(7)) & np.uint32(0x9D2C5680)
+        y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
+        y ^= y >> np.uint32(18)
+        buf[i] = y
+
+
+@_njit_cached
+def shuffle_masks(key, pos, d, sizes, masks):
+    """lime's masks for ``n = len(sizes)`` samples from numpy's legacy MT19937 stream.
+
+    Arguments:
+
+    * ``key``: ``uint32[624]``, C-contiguous, the MT19937 key of
+      ``rs.get_state(legacy=False)["state"]["key"]``; **advanced in place**.
+    * ``pos``: ``int``, 0..624, the position in ``key`` of the next word (``...["pos"]``).
+    * ``d``: ``int``, the number of features, ``1 <= d < 2**31``.
+    * ``sizes``: ``int64[n]``, how many features each sample drops (``1 <= sizes[k] <= d``).
+    * ``masks``: ``uint8[n, d]`` (or bool), pre-filled with 1; for each sample ``k`` the first
+      ``sizes[k]`` entries of its permutation of ``0..d-1`` are set to 0 in row ``k``.
+
+    Returns the new ``pos`` (``int``). For each sample ``k`` this is numpy's
+    ``RandomState.permutation(d)`` (``shuffle(arange(d))``: ``i = d-1 .. 1``,
+    ``j = random_interval(i)``, swap), i.e. what ``rs.choice(range(d), sizes[k],
+    replace=False)`` draws, consuming the same words of the stream. Write ``key`` and the
+    returned ``pos`` back with ``rs.set_state`` (see :func:`sample_masks`).
+
+    ``random_interval(i)`` draws words, keeps their low bits (the smallest all-ones mask
+    ``>= i``) and rejects values above ``i``: about 30 % of the draws, at random, so a loop that
+    branches on acceptance mispredicts constantly. Here every draw takes the same path: a
+    rejected draw swaps position ``i`` with itself and does not move ``i`` on, and the mask is
+    halved when ``i`` falls below half of it (2.2x faster than the branching loop, the same
+    words consumed in the same order).
+    """
+    buf = np.empty(_MT_N, dtype=np.uint32)
+    _temper_all(key, buf)
+    m0 = d - 1                                  # the smallest all-ones mask >= d - 1
+    m0 |= m0 >> 1
+    m0 |= m0 >> 2
+    m0 |= m0 >> 4
+    m0 |= m0 >> 8
+    m0 |= m0 >> 16
+    perm = np.empty(d, dtype=np.int32)
+    for k in range(sizes.shape[0]):
+        for i in range(d):
+            perm[i] = i
+        i = np.uint32(d - 1)
+        m = np.uint32(m0)
+        while i >= 1:
+            while pos < _MT_N and i >= 1:
+                v = buf[pos] & m
+                pos += 1
+                acc = v <= i
+                j = v if acc else i                     # rejected: swap i with itself
+                t = perm[i]
+                perm[i] = perm[j]
+                perm[j] = t
+                i -= np.uint32(acc)
+                m >>= np.uint32(i <= (m >> np.uint32(1)))   # the mask of the new i
+            if i >= 1:                                  # the 624 words are used up
+                _mt_twist(key)
+                _temper_all(key, buf)
+                pos = 0
+        row = masks[k]
+        for r in range(sizes[k]):
+            row[perm[r]] = 0
+    return pos
+
+
+def shuffle_masks_numpy(rs: np.random.RandomState, d: int, sizes: np.ndarray) -> np.ndarray:
+    """The numpy twin of :func:`shuffle_masks`: ``(len(sizes), d)`` bool masks, True = kept,
+    advancing ``rs`` exactly as ``rs.choice(range(d), size, replace=False)`` for each size.
+
+    Each row of ``rows`` holds the flat indices ``i*d + 0 .. i*d + d-1`` and is shuffled in place
+    by ``rs.shuffle`` -- the very shuffle ``choice`` does on ``arange(d)`` -- so one scatter marks
+    the first ``sizes[i]`` entries of every permutation as dropped.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n = len(sizes)
+    masks = np.ones((n, d), dtype=bool)
+    if n == 0:
+        return masks
+    rows = (np.arange(n, dtype=np.int64) * d)[:, None] + np.arange(d, dtype=np.int64)
+    collections.deque(map(rs.shuffle, rows), maxlen=0)   # rows[i] = i*d + permutation_i
+    masks.reshape(-1)[rows] = np.arange(d)[None, :] >= sizes[:, None]  # the first `size` dropped
+    return masks
+
+
+# ====================================================================== deletion sums
+@_njit_cached
+def delete_sums(masks, word_index, A, B, out, counts):
+    """Deletion sums (``bow=True``) of ``n`` samples, for any number ``K`` of heads.
+
+    Arguments:
+
+    * ``masks``: ``bool[n, d]`` or ``uint8[n, d]``, nonzero = feature (word) kept.
+    * ``word_index``: ``int64[T]``, the feature of each of the document's ``T`` tokens.
+    * ``A``: ``float64[T, 2K]``, per token ``t``: ``(ea*cw, ea)`` (``K`` heads each).
+    * ``B``: ``float64[T, 2K]``, per new position ``q`` (0-based): ``(eb, eb*cp)``.
+    * ``out``: ``float64[n, 2K]``, written: per sample, ``num`` in ``[:K]`` and ``den`` in
+      ``[K:]``.
+    * ``counts``: ``int64[n]``, written: the number of kept tokens per sample.
+
+    Token ``t`` is kept if ``masks[i, word_index[t]]``; a kept token lands at position
+    ``q + 1``, ``q`` = the number of kept tokens before it, and adds
+    ``A[t, k]*B[q, k] + A[t, K+k]*B[q, K+k]`` (its ``exp(score) * value``) to ``num[k]`` and
+    ``A[t, K+k]*B[q, k]`` (its ``exp(score)``) to ``den[k]``, in the order of the tokens.
+    Returns nothing.
+    """
+    n = masks.shape[0]
+    T = word_index.shape[0]
+    K = A.shape[1] // 2
+    kept = np.empty(T + 1, dtype=np.int64)
+    for i in range(n):
+        # the kept tokens, without a branch (kept or not is a coin flip for the predictor)
+        m = 0
+        for t in range(T):
+            kept[m] = t
+            m += np.int64(masks[i, word_index[t]] != 0)
+        counts[i] = m
+        # Heads in blocks of 4, 2 and 1, each head's num and den summed in a local variable
+        # (a register: LLVM may pack a block's into one vector, element-wise exact) over
+        # q = 0 .. m-1 from 0.0 -- for every head the same additions in the same order,
+        # whatever the block.
+        k = 0
+        while k + 4 <= K:
+            n0 = n1 = n2 = n3 = 0.0
+            d0 = d1 = d2 = d3 = 0.0
+            for q in range(m):
+                t = kept[q]
+                e0, e1, e2, e3 = A[t, K + k], A[t, K + k + 1], A[t, K + k + 2], A[t, K + k + 3]
+                b0, b1, b2, b3 = B[q, k], B[q, k + 1], B[q, k + 2], B[q, k + 3]
+                n0 += A[t, k] * b0 + e0 * B[q, K + k]
+                n1 += A[t, k + 1] * b1 + e1 * B[q, K + k + 1]
+                n2 += A[t, k + 2] * b2 + e2 * B[q, K + k + 2]
+                n3 += A[t, k + 3] * b3 + e3 * B[q, K + k + 3]
+                d0 += e0 * b0
+                d1 += e1 * b1
+                d2 += e2 * b2
+                d3 += e3 * b3
+            out[i, k], out[i, k + 1], out[i, k + 2], out[i, k + 3] = n0, n1, n2, n3
+            out[i, K + k], out[i, K + k + 1], out[i, K + k + 2], out[i, K + k + 3] = d0, d1, d2, d3
+            k += 4
+        if k + 2 <= K:
+            n0 = n1 = 0.0
+            d0 = d1 = 0.0
+            for q in range(m):
+                t = kept[q]
+                e0, e1 = A[t, K + k], A[t, K + k + 1]
+                b0, b1 = B[q, k], B[q, k + 1]
+                n0 += A[t, k] * b0 + e0 * B[q, K + k]
+                n1 += A[t, k + 1] * b1 + e1 * B[q, K + k + 1]
+                d0 += e0 * b0
+                d1 += e1 * b1
+            out[i, k], out[i, k + 1] = n0, n1
+            out[i, K + k], out[i, K + k + 1] = d0, d1
+            k += 2
+        if k < K:
+            n0 = 0.0
+            d0 = 0.0
+            for q in range(m):
+                t = kept[q]
+                e0, b0 = A[t, K + k], B[q, k]
+                n0 += A[t, k] * b0 + e0 * B[q, K + k]
+                d0 += e0 * b0
+            out[i, k] = n0
+            out[i, K + k] = d0
+
+
+def delete_table(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """The table :func:`delete_sums_numpy` sums rows of: ``(T*T, 2K)`` float64, row
+    ``(t - q) * T + q`` holds the (num, den) terms of token ``t`` at position ``q + 1`` (zero for
+    ``t >= T``). It depends only on ``A`` and ``B``: compute it once per document."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    T, K = A.shape[0], A.shape[1] // 2
+    t_of = np.arange(T)[None, :] + np.arange(T)[:, None]       # [t - q, q] -> t
+    tt = np.where(t_of < T, t_of, 0)
+    a, b = A[tt], B[np.broadcast_to(np.arange(T), (T, T))]     # (T, T, 2K)
+    table = np.empty((T, T, 2 * K))
+    table[..., :K] = a[..., :K] * b[..., :K] + a[..., K:] * b[..., K:]
+    table[..., K:] = a[..., K:] * b[..., :K]
+    table[t_of >= T] = 0.0
+    return table.reshape(T * T, 2 * K)
+
+
+def delete_sums_numpy(masks: np.ndarray, word_index: np.ndarray, A: np.ndarray, B: np.ndarray,
+                      table: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The numpy twin of :func:`delete_sums`: ``(out (n, 2K) float64, counts (n,) int64)``.
+
+    ``table``: :func:`delete_table` of ``A, B`` if already computed (it is built otherwise).
+    Sample ``i``'s kept tokens pick table rows ``(t - q) * T + q`` in token order and a sparse
+    product with unit weights adds them, from 0.0, in that order.
+    """
+    word_index = np.asarray(word_index, dtype=np.int64)
+    T, n = len(word_index), len(masks)
+    if table is None:
+        table = delete_table(A, B)
+    kept = np.asarray(masks)[:, word_index] != 0                 # (n, T) token kept?
+    counts = kept.sum(axis=1, dtype=np.int64)
+    flat = np.flatnonzero(kept)                                 # row-major: i*T + t
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts)])
+    # table row (t - q) * T + q, t = flat - i*T, q = (index in flat) - starts[i]: rows of one
+    # sample are read forwards
+    col = flat * T - (T - 1) * np.arange(len(flat), dtype=np.int64) \
+        + np.repeat(starts[:-1] * (T - 1) - np.arange(n, dtype=np.int64) * T * T, counts)
+    S = scipy.sparse.csr_matrix((np.ones(len(col)), col, starts), shape=(n, T * T))
+    return np.asarray(S @ table), counts
+
+
+# ====================================================================== dispatch
+def backend_status() -> tuple[str, str]:
+    """(the backend ``"auto"`` would use now, why): ``("numba", "numba 0.68.1")``,
+    ``("numpy", "disabled by ATTNXAI_NATIVE=0")`` or ``("numpy", "numba unavailable: ...")``."""
+    if _native_disabled():
+        return "numpy", "disabled by ATTNXAI_NATIVE=0"
+    if _NUMBA_IMPORT_ERROR is not None:
+        return "numpy", f"numba unavailable ({_NUMBA_IMPORT_ERROR})"
+    return "numba", f"numba {numba.__version__}"
+
+
+def _native_disabled() -> bool:
+    return os.environ.get("ATTNXAI_NATIVE", "1").strip().lower() in _DISABLED
+
+
+def resolve(backend: str) -> str:
+    """The backend to use, "numba" or "numpy", for the requested one (see :func:`sample_masks`)."""
+    global _FALLBACK_WARNED
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "numpy":
+        return "numpy"
+    if _native_disabled():
+        if backend == "numba":
+            raise RuntimeError("backend='numba' requested but the compiled kernels are disabled "
+                               "by ATTNXAI_NATIVE=0 in the environment")
+        return "numpy"
+    if _NUMBA_IMPORT_ERROR is not None:
+        if backend == "numba":
+            raise RuntimeError(f"backend='numba' requested but numba cannot be imported "
+                               f"({_NUMBA_IMPORT_ERROR}); install it (pip install numba) or use "
+                               "backend='auto' or 'numpy'")
+        if not _FALLBACK_WARNED:
+            _FALLBACK_WARNED = True
+            warnings.warn(f"numba is unavailable ({_NUMBA_IMPORT_ERROR}): attnxai's LIME uses "
+                          "its numpy code instead, which is slower and gives the same numbers "
+                          "(install numba for the compiled kernels; ATTNXAI_NATIVE=0 silences "
+                          "this warning)", RuntimeWarning, stacklevel=3)
+        return "numpy"
+    return "numba"
+
+
+def sample_masks(d: int, num_samples: int, rs: np.random.RandomState,
+                 backend: str = "auto") -> tuple[np.ndarray, str]:
+    """lime's perturbation masks and the backend that drew them: ``((num_samples, d) bool,
+    "numba" | "numpy")``, True = feature kept, row 0 all True.
+
+    Consumes ``rs`` exactly as lime's ``LimeTextExplainer.__data_labels_distances``:
+    ``sizes = rs.randint(1, d + 1, num_samples - 1)``, then one ``rs.choice(range(d), size,
+    replace=False)`` per sample, whose features are dropped.
+
+    ``backend``: ``"numba"`` runs :func:`shuffle_masks` (RuntimeError if numba cannot be
+    imported or ``ATTNXAI_NATIVE=0``); ``"numpy"`` runs :func:`shuffle_masks_numpy`;
+    ``"auto"`` (default) uses numba when it can be imported and ``ATTNXAI_NATIVE`` is not ``0``,
+    else numpy -- with one ``RuntimeWarning`` per process if numba is missing, none if disabled.
+    Both give the same masks and leave ``rs`` in the same state. numba is used only for
+    ``rs`` on an MT19937 bit generator (every ``RandomState(seed)``) and ``d < 2**31``; other
+    cases take the numpy path whatever ``backend`` says (the returned name tells).
+    """
+    if not isinstance(rs, np.random.RandomState):
+        raise TypeError(f"rs must be a numpy.random.RandomState, got {type(rs).__name__}")
+    use = resolve(backend)
+    sizes = rs.randint(1, d + 1, num_samples - 1)
+    n = len(sizes)
+    masks = np.ones((num_samples, d), dtype=bool)
+    if use == "numba":
+        state = rs.get_state(legacy=False)
+        if state["bit_generator"] == "MT19937" and d < 2**31:
+            key = np.array(state["state"]["key"], dtype=np.uint32)   # a copy, advanced in place
+            pos = shuffle_masks(key, int(state["state"]["pos"]), int(d),
+                                np.ascontiguousarray(sizes, dtype=np.int64),
+                                masks[1:].view(np.uint8))
+            state["state"] = {"key": key, "pos": int(pos)}
+            rs.set_state(state)
+            return masks, "numba"
+    if n:
+        masks[1:] = shuffle_masks_numpy(rs, d, sizes)
+    return masks, "numpy"
+
+
+def deletion_sums(masks: np.ndarray, word_index: np.ndarray, A: np.ndarray, B: np.ndarray, *,
+                  table: np.ndarray | None = None,
+                  backend: str = "auto") -> tuple[np.ndarray, np.ndarray, str]:
+    """Per-sample deletion sums: ``(out (n, 2K) float64, counts (n,) int64, backend used)``.
+
+    ``masks``: (n, d) bool or uint8, nonzero = kept; ``word_index``: (T,) ints, each token's
+    feature; ``A``, ``B``: (T, 2K) float64 (see :func:`delete_sums`). ``table``: the
+    :func:`delete_table` of ``A, B``, used only by the numpy path (computed when
+    not given). ``backend`` as for :func:`sample_masks`; both backends give equal results to the
+    bit.
+    """
+    masks = np.asarray(masks)
+    word_index = np.ascontiguousarray(word_index, dtype=np.int64)
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    if masks.ndim != 2 or A.ndim != 2 or A.shape != B.shape or A.shape[1] % 2 \
+            or A.shape[0] != len(word_index):
+        raise ValueError(f"expected masks (n, d), A and B (T, 2K) with T = len(word_index), got "
+                         f"masks {masks.shape}, word_index {word_index.shape}, A {A.shape}, "
+                         f"B {B.shape}")
+    if len(word_index) and (word_index.min() < 0 or word_index.max() >= masks.shape[1]):
+        raise ValueError(f"word_index must lie in [0, {masks.shape[1]})")
+    use = resolve(backend)
+    if use == "numba":
+        z = np.ascontiguousarray(masks)
+        if z.dtype != np.uint8:
+            z = (z if z.dtype == bool else z != 0).view(np.uint8)
+        n, K2 = len(z), A.shape[1]
+        out = np.empty((n, K2))
+        counts = np.empty(n, dtype=np.int64)
+        delete_sums(z, word_index, A, B, out, counts)
+        return out, counts, "numba"
+    out, counts = delete_sums_numpy(masks, word_index, A, B, table)
+    return out, counts, "numpy"

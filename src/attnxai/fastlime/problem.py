@@ -1,0 +1,192 @@
+"""One LIME problem: (model, text, settings) -> lime's features and a function from masks to the
+explained logit, on the fast path (float64 projections) or lime's generic path (strings)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import validate
+from ..checkpoint import Pretrained
+from ..model import AttentionClassifier
+from ..network import Projections
+from ..text import tokenize
+from ..threads import one_blas_thread
+from .evaluate import MAX_SCORE_RANGE, DeleteEvaluator, ReplaceEvaluator
+from .result import LimeResult
+from .ridge import weighted_ridge
+from .sampling import BACKENDS, kernel_weights, sample_masks
+
+__all__ = ["PATHS", "Problem", "check_mask_string", "fast_path_reason", "is_normalized",
+           "lime_features"]
+
+PATHS = ("auto", "fast", "generic")
+_NORMALIZED = re.compile(r"[0-9a-z]+(?: [0-9a-z]+)*")
+
+
+def lime_features(words: Sequence[str], bow: bool = True) -> tuple[list[str], list[np.ndarray]]:
+    """lime's features for a document of ``words`` (the tokens after ``[CLS]``): their names and
+    the token positions each one covers (1-based: position 0 is ``[CLS]``).
+
+    ``bow=True``: one feature per distinct word, in order of first occurrence (lime's
+    ``IndexedString`` order), holding all its positions. ``bow=False``: one feature per position.
+    The one grouping of words into features in the package (fast LIME and the closed forms).
+    """
+    words = [str(w) for w in words]
+    if not words:
+        raise ValueError("the document has no word after [CLS]: nothing to explain")
+    if not validate.bow(bow):
+        return list(words), [np.array([t + 1]) for t in range(len(words))]
+    order: dict[str, list[int]] = {}
+    for t, w in enumerate(words):
+        order.setdefault(w, []).append(t + 1)
+    return list(order), [np.array(v) for v in order.values()]
+
+
+def is_normalized(text: str) -> bool:
+    """True if ``text`` is in :func:`attnxai.normalize_for_lime`'s form (any length)."""
+    return isinstance(text, str) and _NORMALIZED.fullmatch(text) is not None
+
+
+def fast_path_reason(model: Any, text: str) -> str:
+    """Why ``text`` cannot take the fast path with ``model`` ('' if it can)."""
+    if not isinstance(model, Pretrained):
+        return "model is a plain classifier_fn, not an attnxai.Pretrained"
+    if not isinstance(model.model, AttentionClassifier):
+        return (f"the fast path is derived for the single-layer AttentionClassifier, not "
+                f"{type(model.model).__name__}")
+    if not is_normalized(text):
+        return "text is not in normalize_for_lime's form (lowercase [0-9a-z] tokens, single spaces)"
+    return ""
+
+
+def check_mask_string(pre: Pretrained, mask_string: str) -> None:
+    """With bow=False the model must read ``mask_string`` as the UNK token (one token, unknown
+    to the vocabulary), or masked words would be replaced by a real word or shift positions."""
+    if not isinstance(mask_string, str):
+        raise TypeError(f"mask_string must be a str, got {type(mask_string).__name__}")
+    toks = tokenize(mask_string)
+    if len(toks) != 1:
+        raise ValueError(f"with bow=False, mask_string must be one token for the model; "
+                         f"{mask_string!r} tokenizes to {toks}, which would shift the positions")
+    idx = pre.vocab.lookup(toks)[0]
+    if idx != pre.vocab.unk_id:
+        raise ValueError(f"with bow=False, mask_string {mask_string!r} is the vocabulary word "
+                         f"{toks[0]!r} (id {idx}), not UNK: masked words would be replaced by a "
+                         "real word. Use 'UNK' (or any string the vocabulary does not know)")
+
+
+class Problem:
+    """One (model, text, settings): lime's features and a function from masks to labels."""
+
+    def __init__(self, model: Pretrained | Callable[[list[str]], np.ndarray], text: str, *,
+                 bow: bool, mask_string: str, target: int, path: str, chunk_size: int,
+                 backend: str):
+        validate.text(text)
+        self.bow = validate.bow(bow)
+        if not isinstance(mask_string, str):
+            raise TypeError(f"mask_string must be a str (lime's own default is 'UNKWORDZ'), got "
+                            f"{type(mask_string).__name__}")
+        validate.choice(path, "path", PATHS)
+        self.backend = validate.choice(backend, "backend", BACKENDS)
+        self.mask_string, self.chunk_size = mask_string, validate.positive_int(chunk_size,
+                                                                               "chunk_size")
+        self.target = validate.integer(target, "target")
+        if self.target < 0:
+            raise ValueError(f"target must be a class index (an int >= 0), got {self.target}")
+        pre = model if isinstance(model, Pretrained) else None
+        if pre is None and not callable(model):
+            raise TypeError("model must be an attnxai.Pretrained or a classifier_fn(list[str]) -> "
+                            f"(n, n_classes) array, got {type(model).__name__}")
+        if pre is not None:
+            self.target = validate.target(target, pre.model.n_classes)
+            limit = pre.model.max_len - 1
+            n_tok = len(tokenize(text))
+            if n_tok > limit:
+                raise ValueError(
+                    f"text has {n_tok} tokens but the model reads at most {limit} (plus [CLS]): "
+                    "lime would silently explain the truncated model. Pass "
+                    "normalize_for_lime(text) (the authors' preprocessing, which truncates), or "
+                    "pass pre.predict_logits as a plain classifier_fn to get lime's behaviour")
+            if n_tok == 0:
+                raise ValueError(f"the model's tokenizer finds no token in {text[:40]!r}")
+            if not self.bow:
+                check_mask_string(pre, mask_string)
+        reason = fast_path_reason(model, text)
+        if path == "fast" and reason:
+            raise ValueError(f"path='fast' is not possible: {reason}")
+        self.path = "generic" if (path == "generic" or reason) else "fast"
+        self.reason = "path='generic' requested" if path == "generic" else reason
+        if self.path == "fast":
+            self._fast(pre, text, path)
+        if self.path == "generic":
+            from lime.lime_text import IndexedString
+
+            self.classifier_fn = pre.predict_logits if pre is not None else model
+            self.indexed = IndexedString(text, bow=self.bow, mask_string=mask_string)
+            self.words = list(self.indexed.inverse_vocab)
+            if not self.words:
+                raise ValueError(f"lime finds no word in {text[:40]!r}: nothing to explain")
+
+    def _fast(self, pre: Pretrained, text: str, path: str) -> None:
+        tokens = text.split(" ")
+        ids = np.asarray(pre.vocab.encode(text, pre.model.max_len), dtype=np.int64)
+        tab = Projections.of(pre.model).document(ids, self.target)
+        self.words, feats = lime_features(tokens, self.bow)
+        if self.bow:
+            word_index = np.empty(len(tokens), dtype=np.int64)
+            for j, positions in enumerate(feats):
+                word_index[positions - 1] = j
+            self.evaluator: Any = DeleteEvaluator(tab, word_index, backend=self.backend)
+        else:
+            self.evaluator = ReplaceEvaluator(tab)
+        if self.evaluator.ok:
+            self.prediction = tab.logits
+        elif path == "fast":
+            raise ValueError("path='fast' is not possible: the model's attention scores on "
+                             f"this text span more than {MAX_SCORE_RANGE:g} (exp underflow)")
+        else:
+            self.path = "generic"
+            self.reason = ("the model's attention scores on this text span too wide a range "
+                           "for the fast evaluation")
+
+    def labels(self, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(target column of the model's output on every sample (n,), output on the document
+        (C,))."""
+        if self.path == "fast":
+            y = np.concatenate([self.evaluator(masks[s:s + self.chunk_size])
+                                for s in range(0, len(masks), self.chunk_size)])
+            return y, self.prediction
+        strings = [self.indexed.raw_string()]
+        for row in masks[1:]:
+            strings.append(self.indexed.inverse_removing(np.flatnonzero(row == 0)))
+        out = np.asarray(self.classifier_fn(strings))
+        if out.ndim != 2 or out.shape[0] != len(strings):
+            raise ValueError(f"classifier_fn must return an (n, n_classes) array for n texts; got "
+                             f"shape {out.shape} for {len(strings)} texts")
+        self.target = validate.target(self.target, out.shape[1])
+        return out[:, self.target].astype(np.float64), out[0].astype(np.float64)
+
+    def run(self, num_samples: int, kernel_width: float, random_state: Any,
+            keep_data: bool) -> LimeResult:
+        masks, backend = sample_masks(len(self.words), num_samples, random_state,
+                                      backend=self.backend)
+        # The Gram product and the solve are small: one BLAS thread, so that a busy second core
+        # cannot make them wait (a 2-thread BLAS on a shared machine was 10x slower).
+        with one_blas_thread():
+            w = kernel_weights(masks, kernel_width)
+            y, prediction = self.labels(masks)
+            coef, intercept, score, local_pred = weighted_ridge(masks, y, w, 1.0,
+                                                                chunk_size=self.chunk_size)
+        if self.path == "fast" and self.bow:
+            backend = self.evaluator.backend if backend == "numba" else backend
+        return LimeResult(words=list(self.words), coef=coef, intercept=intercept, score=score,
+                          local_pred=local_pred, prediction=np.asarray(prediction),
+                          target=int(self.target), bow=self.bow, num_samples=int(num_samples),
+                          kernel_width=float(kernel_width), mask_string=self.mask_string,
+                          path=self.path, backend=backend, reason=self.reason,
+                          masks=masks if keep_data else None, labels=y if keep_data else None,
+                          weights=w if keep_data else None)

@@ -1,0 +1,111 @@
+"""The float64 projections (attnxai.network) against the model's own forward pass, on tiny
+hand-built models: the one description of the single-layer network that fast LIME and the closed
+forms evaluate must agree with ``model.forward`` to rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnxai.fastlime.evaluate import DeleteEvaluator, ReplaceEvaluator
+from attnxai.fastlime.problem import lime_features
+from attnxai.network import Projections
+from conftest import make_tiny, tiny_text
+
+TOL = 1e-12
+
+
+@pytest.fixture(params=["mask", "unk"])
+def pre(request):
+    return make_tiny(request.param, seed=3, max_len=24, scale=1.5)
+
+
+def _forward(model, seqs):
+    with torch.no_grad():
+        return model(model.collate(seqs)).numpy()
+
+
+def test_logits_equal_the_forward_pass(pre):
+    m = pre.model
+    rng = np.random.default_rng(0)
+    for n in (1, 5, 23):
+        ids = np.concatenate([[m.cls_id], rng.integers(3, m.vocab_size, n)])
+        proj = Projections.of(m)
+        want = _forward(m, [ids.tolist()])[0]
+        np.testing.assert_allclose(proj.logits(ids), want, rtol=0, atol=TOL)
+        with torch.no_grad():
+            heads = m(torch.as_tensor(ids)[None], per_head=True)[0].numpy()
+        np.testing.assert_allclose(proj.logits(ids, per_head=True), heads, rtol=0, atol=TOL)
+
+
+def test_document_tables_are_the_model_scores(pre):
+    """score(x_t, t) = word_score[t] + pos_score[t] equals q_1 . k_t / sqrt(d_att), and the value
+    part equals W_l v_t, for every token and head."""
+    m = pre.model
+    ids = np.asarray(pre.vocab.encode(tiny_text(12, 4), m.max_len))
+    tab = Projections.of(m).document(ids, target=1)
+    with torch.no_grad():
+        it = m(torch.as_tensor(ids)[None], return_internals=True)
+    T = len(ids)
+    s = (tab.word_score + tab.pos_score[:T]).T                       # (K, T)
+    v = (tab.word_value + tab.pos_value[:T]).T
+    np.testing.assert_allclose(s, it.scores[0, :, :T].numpy(), rtol=0, atol=TOL)
+    np.testing.assert_allclose(v, it.token_scores[0, :, :T, 1].numpy(), rtol=0, atol=TOL)
+    np.testing.assert_allclose(tab.cls_score, s[:, 0], rtol=0, atol=TOL)
+    np.testing.assert_allclose(tab.logits, it.logits[0].numpy(), rtol=0, atol=TOL)
+
+
+def _perturbed(pre, words, z, bow):
+    """What lime sends the model: features dropped (deleted, or replaced by UNK in place)."""
+    names, feats = lime_features(words, bow)
+    keep = np.ones(len(words), bool)
+    for j, pos in enumerate(feats):
+        if not z[j]:
+            keep[pos - 1] = False
+    m = pre.model
+    ids = np.asarray(pre.vocab.lookup(words))
+    if bow:
+        return [m.cls_id] + ids[keep].tolist()
+    return [m.cls_id] + np.where(keep, ids, m.unk_id).tolist()
+
+
+@pytest.mark.parametrize("bow", [True, False])
+def test_evaluators_equal_the_model_on_perturbed_documents(pre, bow):
+    text = tiny_text(20, 5)
+    words = text.split()
+    ids = np.asarray(pre.vocab.encode(text, pre.model.max_len))
+    tab = Projections.of(pre.model).document(ids, target=1)
+    names, feats = lime_features(words, bow)
+    rng = np.random.default_rng(1)
+    z = rng.random((40, len(names))) < 0.5
+    z[0] = True
+    z[1] = False                                                    # everything removed
+    if bow:
+        word_index = np.empty(len(words), dtype=np.int64)
+        for j, pos in enumerate(feats):
+            word_index[pos - 1] = j
+        ev = DeleteEvaluator(tab, word_index)
+    else:
+        ev = ReplaceEvaluator(tab)
+    assert ev.ok
+    want = _forward(pre.model, [_perturbed(pre, words, row, bow) for row in z])[:, 1]
+    np.testing.assert_allclose(ev(z), want, rtol=0, atol=TOL)
+
+
+def test_projections_follow_the_weights(pre):
+    """Computed from the current weights: a change to the model is seen by every consumer."""
+    m = pre.model
+    ids = np.asarray(pre.vocab.encode("good film", m.max_len))
+    before = Projections.of(m).logits(ids)
+    with torch.no_grad():
+        m.W_l.mul_(-1)
+    after = Projections.of(m).logits(ids)
+    with torch.no_grad():
+        m.W_l.mul_(-1)
+    np.testing.assert_allclose(after, -before, rtol=0, atol=TOL)
+
+
+def test_only_the_single_layer_model():
+    with pytest.raises(TypeError, match="single-layer AttentionClassifier"):
+        Projections.of(torch.nn.Linear(2, 2))
