@@ -104,7 +104,8 @@ class Problem:
         if pre is not None:
             self.target = validate.target(target, pre.model.n_classes)
             limit = pre.model.max_len - 1
-            n_tok = len(tokenize(text))
+            # normalised text: its tokens are its words (no need for the regex tokenizer)
+            n_tok = len(text.split(" ")) if is_normalized(text) else len(tokenize(text))
             if n_tok > limit:
                 raise ValueError(
                     f"text has {n_tok} tokens but the model reads at most {limit} (plus [CLS]): "
@@ -132,16 +133,17 @@ class Problem:
                 raise ValueError(f"lime finds no word in {text[:40]!r}: nothing to explain")
 
     def _fast(self, pre: Pretrained, text: str, path: str) -> None:
-        tokens = text.split(" ")
-        ids = np.asarray(pre.vocab.encode(text, pre.model.max_len), dtype=np.int64)
+        tokens = text.split(" ")                # normalised: lime's words are the model's tokens
+        ids = np.asarray([pre.vocab.cls_id] + pre.vocab.lookup(tokens), dtype=np.int64)
         tab = Projections.of(pre.model).document(ids, self.target)
-        self.words, feats = lime_features(tokens, self.bow)
         if self.bow:
-            word_index = np.empty(len(tokens), dtype=np.int64)
-            for j, positions in enumerate(feats):
-                word_index[positions - 1] = j
+            first: dict[str, int] = {}          # lime_features' order, without its arrays
+            word_index = np.fromiter((first.setdefault(t, len(first)) for t in tokens),
+                                     dtype=np.int64, count=len(tokens))
+            self.words = list(first)
             self.evaluator: Any = DeleteEvaluator(tab, word_index, backend=self.backend)
         else:
+            self.words = list(tokens)
             self.evaluator = ReplaceEvaluator(tab)
         if self.evaluator.ok:
             self.prediction = tab.logits
