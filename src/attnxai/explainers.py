@@ -45,7 +45,7 @@ from torch import Tensor
 
 from . import fastlime, validate
 from .interface import ClassifierBase
-from .text import CLS, PAD, normalize_for_lime, tokenize
+from .text import CLS, PAD, TruncationWarning, normalize_for_lime, tokenize
 
 __all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "METHODS", "POSITION_METHODS", "attention",
            "explain_text", "flip_output_layer", "gradient", "gradient_summaries",
@@ -209,7 +209,9 @@ def explain_text(pre, text: str, methods: Sequence[str] | None = None, *, target
     per-position coefficients are summed too.
 
     A text longer than the model reads is cut to its first ``max_len - 1`` tokens: the result's
-    ``attrs`` say how many tokens there were and how many were dropped, and a warning says so.
+    ``attrs`` say how many tokens there were and how many were dropped, and a
+    :class:`~attnxai.text.TruncationWarning` says so. A text none of whose words the model knows
+    (every token read as UNK: a non-Latin script, invented words) is refused with ``ValueError``.
     """
     import pandas as pd
 
@@ -221,12 +223,16 @@ def explain_text(pre, text: str, methods: Sequence[str] | None = None, *, target
     if normalize:
         text = normalize_for_lime(text, model.max_len - 1)
     kept = tokenize(text)[: model.max_len - 1]
+    pre.vocab.check_known(kept, text)
     dropped = n_full - len(kept)
     if dropped > 0:
         warnings.warn(f"the text has {n_full} tokens and the model reads {model.max_len - 1}: the "
-                      f"last {dropped} were dropped from every explanation", stacklevel=2)
+                      f"last {dropped} were dropped from every explanation", TruncationWarning,
+                      stacklevel=2)
         text = " ".join(kept) if normalize else text
-    ids = pre.encode(text)
+    with warnings.catch_warnings():            # said once above, with the counts
+        warnings.simplefilter("ignore", TruncationWarning)
+        ids = pre.encode(text)
     words = [CLS] + kept
     methods = list(METHODS if methods is None else methods)
     unknown = [m for m in methods if m not in METHODS]
