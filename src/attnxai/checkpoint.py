@@ -444,7 +444,9 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
                 manifest.get("config_sha256") != config_sha256(config):
             raise _damaged(path, [f"{MANIFEST} disagrees with the files it lists (vocabulary size "
                                   "or config hash): it was edited"], profile)
-    bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    # A NaN or inf makes the sum non-finite (fast); only then look element by element.
+    bad = [k for k, v in state.items() if v.is_floating_point() and v.numel()
+           and not bool(torch.isfinite(v.sum())) and not bool(torch.isfinite(v).all())]
     if bad:
         raise _damaged(path, [f"model.safetensors holds NaN or infinite weights in {bad}"], profile)
     return config, vocab, metrics, state

@@ -140,7 +140,7 @@ def position_scores(model: ClassifierBase, ids: Tensor, target: int = 1,
                     layer: int = 0) -> dict[str, Tensor]:
     """The position-level explainers named in ``methods`` (see :data:`POSITION_METHODS`):
     dict of (B, T), NaN on padding; attention from layer ``layer``."""
-    methods = list(methods)
+    methods = _method_list(methods, POSITION_METHODS, allow_empty=True)
     unknown = [m for m in methods if m not in POSITION_METHODS]
     if unknown:
         hint = " (LIME is per word: use explain_text)" if "LIME" in unknown else ""
@@ -154,6 +154,17 @@ def position_scores(model: ClassifierBase, ids: Tensor, target: int = 1,
         g = gradient_summaries(model, ids, target)
         out.update({m: g[m] for m in methods if m in GRADIENT_METHODS})
     return {m: out[m] for m in methods}
+
+
+def _method_list(methods, known: tuple[str, ...], *, allow_empty: bool = False) -> list[str]:
+    """``methods`` as a list of names; a single str is refused (it would be read as its letters)."""
+    if isinstance(methods, str) or not isinstance(methods, Iterable):
+        raise TypeError(f"methods must be a list of method names (from {list(known)}), got "
+                        f"{type(methods).__name__} ({methods!r}): wrap one name, [{methods!r}]")
+    methods = list(methods)
+    if not methods and not allow_empty:
+        raise ValueError(f"methods is empty: choose among {list(known)}")
+    return methods
 
 
 def flip_output_layer(model: ClassifierBase) -> ClassifierBase:
@@ -234,7 +245,7 @@ def explain_text(pre, text: str, methods: Sequence[str] | None = None, *, target
         warnings.simplefilter("ignore", TruncationWarning)
         ids = pre.encode(text)
     words = [CLS] + kept
-    methods = list(METHODS if methods is None else methods)
+    methods = _method_list(METHODS if methods is None else methods, METHODS)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose among {list(METHODS)}")
