@@ -317,6 +317,16 @@ def test_stale_tmp_folders_are_cleaned(tmp_path):
     assert fresh.exists() and other.exists()
 
 
+def test_saving_through_a_symlink_replaces_the_folder_it_points_to(tmp_path):
+    a, b = tiny_pretrained(seed=1), tiny_pretrained(seed=2)
+    real = save(a, tmp_path / "real")
+    link = tmp_path / "link"
+    link.symlink_to(real.name)
+    save(b, link)
+    assert link.is_symlink() and same_weights(load(link), b) and same_weights(load(real), b)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real", "real.lock"]
+
+
 TRAINER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
@@ -460,7 +470,8 @@ def test_installed_wheel_uses_the_user_cache_folder(tmp_path):
     env = _env(XDG_CACHE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"))
     env.pop("ATTNXAI_CACHE", None)
     env["PYTHONPATH"] = str(site)
-    code = "from attnxai import data; print(data.source_checkout()); print(data.cache_dir(create=False))"
+    code = ("from attnxai import data; print(data.source_checkout()); "
+            "print(data.cache_dir(create=False))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -50,7 +50,8 @@ known_texts = st.lists(st.one_of(st.sampled_from(VOCAB_WORDS), st.sampled_from(V
                        min_size=1, max_size=2 * L).map(" ".join)
 word_texts = st.lists(st.sampled_from(VOCAB_WORDS + ODD_WORDS), max_size=2 * L).map(" ".join)
 texts = mostly(known_texts, st.one_of(word_texts, st.text(max_size=30)), odds=2)
-not_texts = st.one_of(st.none(), st.integers(), st.binary(max_size=5), st.lists(st.text(), max_size=2))
+not_texts = st.one_of(st.none(), st.integers(), st.binary(max_size=5),
+                      st.lists(st.text(), max_size=2))
 bad_ints = st.sampled_from([1.0, 0.5, "1", True, False, None, math.nan, -1, -3, 10**6])
 targets = mostly(st.sampled_from([0, 1, np.int64(1), np.int32(0), np.uint8(1)]), bad_ints)
 batch_sizes = mostly(st.one_of(st.integers(1, 6), st.just(np.int64(2))), bad_ints)
@@ -120,7 +121,8 @@ def test_predict_logits(padding, batch, batch_size, head):
 def id_tensors(draw):
     """Mostly valid (B, T) ids ([CLS], words, padding at the end), sometimes broken."""
     vocab = len(MODELS["mask"].vocab)
-    B, T = draw(mostly(st.integers(1, 3), st.just(0))), draw(mostly(st.integers(1, L), st.integers(0, L + 2)))
+    B = draw(mostly(st.integers(1, 3), st.just(0)))
+    T = draw(mostly(st.integers(1, L), st.integers(0, L + 2)))
     valid = draw(mostly(st.just(True), st.just(False)))
     rows = []
     for _ in range(B):

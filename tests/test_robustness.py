@@ -139,7 +139,8 @@ def test_numpy_integer_targets_are_accepted_everywhere(pre):
         for nt in (np.int64(t), np.int32(t), np.uint8(t)):
             assert torch.equal(explainers.gradient(pre.model, ids, nt),
                                explainers.gradient(pre.model, ids, t))
-            assert torch.equal(theory.gradient(pre.model, ids, nt), theory.gradient(pre.model, ids, t))
+            assert torch.equal(theory.gradient(pre.model, ids, nt),
+                               theory.gradient(pre.model, ids, t))
             a = explainers.explain_text(pre, text, target=nt, lime_kwargs={"num_samples": 40})
             b = explainers.explain_text(pre, text, target=t, lime_kwargs={"num_samples": 40})
             assert a.equals(b)

@@ -27,14 +27,21 @@ writable, a manifest of the files as they are is written into it, with one
 :class:`CheckpointWarning` saying so; later loads verify them fully. (A byte flipped *inside* the
 weights of a legacy checkpoint before its manifest was written cannot be detected.)
 
-**Concurrency.** Writers of one checkpoint folder take a lock (``<folder>.lock``, the ``filelock``
-package): :func:`pretrained` holds it around training *and* saving, so two processes asking for the
-same missing model train it once (the second waits, then loads). :func:`save` writes a
+**Concurrency.** Writers of one checkpoint folder take a lock (``<folder>.lock`` beside it, an OS
+file lock from the ``filelock`` package: released by the kernel if its holder is killed; the empty
+file stays): :func:`pretrained` holds it around training *and* saving, so two processes asking for
+the same missing model train it once (the second waits, then loads). :func:`save` writes a
 ``.tmp-<name>-*`` folder beside the target and swaps it in with one atomic exchange
-(``renameat2(RENAME_EXCHANGE)`` on Linux): a reader always finds the folder, old or new, never a
-missing or half-written one. Readers read each file through one open handle on the folder, so a
-swap during a read cannot mix two versions. Stale ``.tmp-*`` folders (a writer killed mid-save)
-are removed by the next save. The cache's writability is checked before training.
+(``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere two renames, a window of microseconds): a
+reader always finds the folder, old or new, never a missing or half-written one (saving through a
+symlink replaces the folder it points to). Readers read every file through one open handle on the
+folder, so a swap during a read cannot mix two versions. Stale ``.tmp-*`` folders (a writer
+killed mid-save) are removed by the next save. The cache's writability is checked before
+training.
+
+**Offline.** :func:`pretrained` finds a cached model from the profile and the archive's checksum
+without parsing the archive; with no archive given it looks for the model of either known IMDb
+archive (:data:`attnxai.data.KNOWN_SHA256`), so it needs neither the archive nor the network.
 """
 
 from __future__ import annotations
@@ -115,7 +122,7 @@ class Pretrained:
 
     def _encode_all(self, texts: Sequence[str], truncate: bool, *,
                     empty_is_cls: bool = False) -> list[list[int]]:
-        """Id lists for ``texts``; one :class:`TruncationWarning` for all the texts that were cut."""
+        """Id lists for ``texts``; one :class:`TruncationWarning` for all the texts cut."""
         if not isinstance(truncate, (bool, np.bool_)):
             raise TypeError(f"truncate must be True or False, got {type(truncate).__name__}")
         L = self.model.max_len
@@ -287,7 +294,10 @@ def _clean_stale(parent: Path, name: str) -> list[Path]:
         except FileNotFoundError:
             continue
         if stale:
-            shutil.rmtree(p, ignore_errors=True)
+            if p.is_symlink() or not p.is_dir():         # a swapped-out link to a folder
+                p.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
     return removed
 
@@ -307,6 +317,8 @@ def save(pre: Pretrained, path: str | os.PathLike) -> Path:
     one atomic exchange and then deleted). A reader sees the old folder or the new one, never none.
     """
     path = Path(path).expanduser()
+    if path.is_symlink():                      # replace the folder it points to, not the link
+        path = path.resolve()
     if path.exists() and not path.is_dir():
         raise CheckpointError(f"{path} exists and is not a folder: cannot save a checkpoint there")
     state = {k: v.detach().cpu().contiguous() for k, v in pre.model.state_dict().items()}

@@ -127,7 +127,8 @@ class Vocab:
     def check_known(self, tokens: Sequence[str], text: str = "") -> None:
         """Refuse a document none of whose ``tokens`` the vocabulary knows (every one is read as
         UNK): the model cannot tell its words apart, so an explanation of them would be noise."""
-        if tokens and all(i == self.unk_id for i in self.lookup(tokens)):
+        unk = self.unk_id
+        if tokens and not any(self.stoi.get(t, unk) != unk for t in tokens):   # stops at one
             script = (" (its letters are not A-Z: the vocabulary holds the words of English IMDb "
                       "reviews)" if _LETTER.search(text) and not re.search(r"[A-Za-z]", text)
                       else "")
@@ -179,5 +180,6 @@ class Vocab:
         """The vocabulary of a ``vocab.json`` content (a JSON list of words)."""
         words = json.loads(data)
         if not isinstance(words, list):
-            raise TypeError(f"vocab.json must hold a JSON list of words, got {type(words).__name__}")
+            raise TypeError("vocab.json must hold a JSON list of words, got "
+                            f"{type(words).__name__}")
         return cls(words)

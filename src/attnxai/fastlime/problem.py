@@ -116,7 +116,8 @@ class Problem:
             # A text none of whose words the model knows (non-Latin script, invented words) is read
             # as UNK tokens only: refused, since LIME would explain noise (bow=False: replacing UNK
             # by UNK changes nothing, coefficients ~1e-16) or the count of UNK tokens (bow=True).
-            pre.vocab.check_known(tokenize(text), text)
+            pre.vocab.check_known(text.split(" ") if is_normalized(text) else tokenize(text),
+                                  text)
             if not self.bow:
                 check_mask_string(pre, mask_string)
         reason = fast_path_reason(model, text)
