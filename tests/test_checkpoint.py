@@ -196,6 +196,10 @@ def test_legacy_checkpoint_consistency_checks(saved):
                                               r"vocab.json is the odd one out\)"):
         load(path)
     assert not (path / MANIFEST).exists()                     # nothing adopted when refused
+    (path / "vocab.json").write_text('{"w0": 3}')
+    with pytest.raises(CheckpointError, match=r"vocab.json cannot be read \(TypeError: vocab.json "
+                                              r"must hold a JSON list"):
+        load(path)
     (path / "vocab.json").write_text(json.dumps(words))
     f = path / "model.safetensors"
     raw = f.read_bytes()

@@ -91,7 +91,10 @@ class Vocab:
     """
 
     def __init__(self, words: Sequence[str]):
-        if isinstance(words, (str, bytes)) or not all(isinstance(w, str) for w in words):
+        if isinstance(words, (str, bytes)):
+            raise TypeError("a vocabulary is a list of str words, not one str")
+        words = list(words)
+        if not all(isinstance(w, str) for w in words):
             raise TypeError("a vocabulary is a list of str words (vocab.json holds a JSON list of "
                             "strings)")
         itos = list(SPECIALS) + [w for w in words if w not in SPECIALS and w != "unk"]
@@ -137,12 +140,6 @@ class Vocab:
                 f"{len(tokens)} token(s) are read as the same UNK token, so the model cannot tell "
                 "them apart and a word-level explanation would only measure rounding noise or the "
                 "number of UNK tokens. Nothing to explain")
-
-    def truncation(self, text: str, max_len: int) -> tuple[int, int]:
-        """``(number of tokens of text, number dropped)`` when the model reads ``max_len`` ids
-        (``[CLS]`` included)."""
-        n = len(tokenize(text))
-        return n, max(0, n - (max_len - 1))
 
     def encode(self, text: str, max_len: int = 256, *, truncate: bool = True) -> list[int]:
         """``[CLS]`` followed by the ids of ``tokenize(text)``; at most ``max_len`` ids in all.
