@@ -39,7 +39,7 @@ def test_checkpoint_round_trip(tiny_data, tmp_path):
     model, vocab, metrics = train(cfg, tiny_data, progress=False)
     conf = {"train": cfg.to_dict(), "model": model.config}
     path = save(Pretrained(model, vocab, conf, metrics), tmp_path / "ckpt")
-    assert sorted(p.name for p in path.iterdir()) == sorted(checkpoint._FILES)
+    assert sorted(p.name for p in path.iterdir()) == sorted((*checkpoint._FILES, checkpoint.MANIFEST))
     back = load(path)
     for (n, a), (_, b) in zip(model.state_dict().items(), back.model.state_dict().items()):
         assert torch.equal(a, b), n

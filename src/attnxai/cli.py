@@ -36,15 +36,28 @@ def _train_run(args: argparse.Namespace) -> int:
 
 
 def _info_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="paper")
-    p.add_argument("--archive", default=None)
+    p.add_argument("--profile", default="paper", help="paper or quick (default paper)")
+    p.add_argument("--archive", default=None,
+                   help="IMDb .tar.gz the model was trained on (default: $ATTNXAI_IMDB_ARCHIVE, "
+                        "else any known IMDb archive; nothing is downloaded)")
+    p.add_argument("--path", default=None,
+                   help="a checkpoint folder to verify and describe instead of a cached profile")
 
 
 def _info_run(args: argparse.Namespace) -> int:
-    from .checkpoint import pretrained
+    """Offline: finds the cached model (or loads --path), verifies it, prints its metrics."""
+    from .checkpoint import MANIFEST, load, pretrained
 
-    pre = pretrained(args.profile, archive=args.archive, train_if_missing=False)
+    if args.path is not None:
+        pre = load(args.path)
+    else:
+        pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
+                         progress=False)
+    manifest = (pre.path / MANIFEST).is_file()
     print(json.dumps({"path": str(pre.path),
+                      "verified": ("files match their sha256 manifest" if manifest else
+                                   "consistency checks only (no manifest could be written)"),
+                      "data_sha256": pre.config.get("data_sha256"),
                       **{k: v for k, v in pre.metrics.items() if k != "history"}}, indent=2))
     return 0
 
@@ -100,7 +113,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
                           Callable[[argparse.Namespace], int], str]] = {
     "train": (_train_args, _train_run,
               "train a profile (or load it from the cache) and print its metrics"),
-    "info": (_info_args, _info_run, "print the metrics of a cached model (no training)"),
+    "info": (_info_args, _info_run,
+             "verify a cached model and print its metrics (offline: no training, no download)"),
     "lime-experiment": (_lime_args, _lime_run,
                         "LIME (repeated) on many test reviews vs every closed-form "
                         "approximation; resumable, parallel"),

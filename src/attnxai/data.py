@@ -7,8 +7,13 @@ Where the archive comes from, in order of precedence:
 1. the ``archive=`` argument of :func:`archive_path` / :func:`load_imdb`;
 2. the environment variable ``ATTNXAI_IMDB_ARCHIVE`` (tests and CI point it at
    ``../shared/data/aclImdb_v1_labeled.tar.gz``);
-3. the official archive, downloaded once with :mod:`pooch` (md5 checked) into the user cache
-   folder (``ATTNXAI_CACHE`` overrides it).
+3. the official archive, downloaded once with :mod:`pooch` (md5 checked) into ``<cache>/data``.
+
+The cache (:func:`cache_dir`: downloads, trained models) is the same for every way of starting:
+``ATTNXAI_CACHE`` if set; else, when the package runs from a source checkout (``make book``,
+``jupyter lab``, plain ``python``, ``pip install -e .``), the repository's ``.cache/``, found from
+the package's own location; else (an installed wheel) the user cache folder (``platformdirs``,
+e.g. ``~/.cache/attnxai``).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import io
 import os
 import re
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +35,11 @@ IMDB_URL = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
 IMDB_MD5 = "7c2ac02c03563afcf9b574c7e56c153a"
 #: sha256 of the official archive and of the labelled-only copy that CI uses.
 KNOWN_SHA256 = {
+    "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe": "aclImdb_v1.tar.gz",
     "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066": "aclImdb_v1_labeled.tar.gz",
 }
+#: sha256 of the official archive (what a download gives; the md5 above is the published one).
+OFFICIAL_SHA256 = "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe"
 ENV_ARCHIVE = "ATTNXAI_IMDB_ARCHIVE"
 ENV_CACHE = "ATTNXAI_CACHE"
 
@@ -45,20 +54,81 @@ class DataError(RuntimeError):
     """The IMDb archive is missing, truncated or not the expected file."""
 
 
-def cache_dir() -> Path:
-    """Root of everything attnxai caches (data, trained models). ``ATTNXAI_CACHE`` overrides."""
-    root = os.environ.get(ENV_CACHE) or platformdirs.user_cache_dir("attnxai")
-    path = Path(root).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+class CacheError(RuntimeError):
+    """The cache folder cannot be created or written."""
+
+
+def source_checkout() -> Path | None:
+    """The repository root when the package is imported from a source checkout
+    (``<root>/src/attnxai`` beside ``<root>/pyproject.toml`` naming attnxai), else None (an
+    installed wheel lives in site-packages, with no pyproject.toml two levels up)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if re.search(r'(?m)^name\s*=\s*"attnxai"', text) else None
+
+
+def default_cache_dir() -> Path:
+    """The cache without ``ATTNXAI_CACHE``: ``<repository>/.cache`` from a source checkout, the
+    user cache folder for an installed wheel (module docstring)."""
+    root = source_checkout()
+    return root / ".cache" if root is not None else Path(platformdirs.user_cache_dir("attnxai"))
+
+
+def cache_dir(*, create: bool = True) -> Path:
+    """Root of everything attnxai caches (data, trained models): ``ATTNXAI_CACHE`` if set, else
+    :func:`default_cache_dir`. Created if missing (``create=True``); a folder that cannot be
+    created raises :class:`CacheError` naming it."""
+    env = os.environ.get(ENV_CACHE)
+    path = Path(env).expanduser() if env else default_cache_dir()
+    if create and not path.is_dir():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"cannot create the cache folder {path} ({exc.strerror or exc}); "
+                             f"{_cache_hint(env)}") from exc
     return path
 
 
+def _cache_hint(env: str | None) -> str:
+    return (f"it comes from ${ENV_CACHE}={env}: point it at a writable folder" if env else
+            f"set {ENV_CACHE} to a writable folder")
+
+
+def check_writable(folder: str | os.PathLike) -> Path:
+    """Make sure files can be created in ``folder`` (created if missing): done *before* a long
+    computation whose result goes there. Raises :class:`CacheError` naming the folder."""
+    folder = Path(folder)
+    env = os.environ.get(ENV_CACHE)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-test-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise CacheError(f"the cache folder {folder} is not writable ({exc.strerror or exc}): "
+                         f"nothing could be saved there, so nothing was computed; "
+                         f"{_cache_hint(env)}") from exc
+    return folder
+
+
+_SHA_MEMO: dict[tuple[str, int, int, int], str] = {}
+
+
 def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file, memoised per (path, inode, size, mtime) for the life of the process."""
+    st = os.stat(path)
+    key = (str(Path(path).resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _SHA_MEMO:
+        return _SHA_MEMO[key]
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
+    _SHA_MEMO[key] = h.hexdigest()
+    return _SHA_MEMO[key]
 
 
 def file_md5(path: str | os.PathLike) -> str:

@@ -45,7 +45,7 @@ from torch import Tensor
 
 from . import fastlime, validate
 from .interface import ClassifierBase
-from .text import CLS, PAD, normalize_for_lime, tokenize
+from .text import CLS, PAD, TruncationWarning, normalize_for_lime, tokenize
 
 __all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "METHODS", "POSITION_METHODS", "attention",
            "explain_text", "flip_output_layer", "gradient", "gradient_summaries",
@@ -140,7 +140,7 @@ def position_scores(model: ClassifierBase, ids: Tensor, target: int = 1,
                     layer: int = 0) -> dict[str, Tensor]:
     """The position-level explainers named in ``methods`` (see :data:`POSITION_METHODS`):
     dict of (B, T), NaN on padding; attention from layer ``layer``."""
-    methods = list(methods)
+    methods = _method_list(methods, POSITION_METHODS, allow_empty=True)
     unknown = [m for m in methods if m not in POSITION_METHODS]
     if unknown:
         hint = " (LIME is per word: use explain_text)" if "LIME" in unknown else ""
@@ -154,6 +154,17 @@ def position_scores(model: ClassifierBase, ids: Tensor, target: int = 1,
         g = gradient_summaries(model, ids, target)
         out.update({m: g[m] for m in methods if m in GRADIENT_METHODS})
     return {m: out[m] for m in methods}
+
+
+def _method_list(methods, known: tuple[str, ...], *, allow_empty: bool = False) -> list[str]:
+    """``methods`` as a list of names; a single str is refused (it would be read as its letters)."""
+    if isinstance(methods, str) or not isinstance(methods, Iterable):
+        raise TypeError(f"methods must be a list of method names (from {list(known)}), got "
+                        f"{type(methods).__name__} ({methods!r}): wrap one name, [{methods!r}]")
+    methods = list(methods)
+    if not methods and not allow_empty:
+        raise ValueError(f"methods is empty: choose among {list(known)}")
+    return methods
 
 
 def flip_output_layer(model: ClassifierBase) -> ClassifierBase:
@@ -209,7 +220,9 @@ def explain_text(pre, text: str, methods: Sequence[str] | None = None, *, target
     per-position coefficients are summed too.
 
     A text longer than the model reads is cut to its first ``max_len - 1`` tokens: the result's
-    ``attrs`` say how many tokens there were and how many were dropped, and a warning says so.
+    ``attrs`` say how many tokens there were and how many were dropped, and a
+    :class:`~attnxai.text.TruncationWarning` says so. A text none of whose words the model knows
+    (every token read as UNK: a non-Latin script, invented words) is refused with ``ValueError``.
     """
     import pandas as pd
 
@@ -221,14 +234,18 @@ def explain_text(pre, text: str, methods: Sequence[str] | None = None, *, target
     if normalize:
         text = normalize_for_lime(text, model.max_len - 1)
     kept = tokenize(text)[: model.max_len - 1]
+    pre.vocab.check_known(kept, text)
     dropped = n_full - len(kept)
     if dropped > 0:
         warnings.warn(f"the text has {n_full} tokens and the model reads {model.max_len - 1}: the "
-                      f"last {dropped} were dropped from every explanation", stacklevel=2)
+                      f"last {dropped} were dropped from every explanation", TruncationWarning,
+                      stacklevel=2)
         text = " ".join(kept) if normalize else text
-    ids = pre.encode(text)
+    with warnings.catch_warnings():            # said once above, with the counts
+        warnings.simplefilter("ignore", TruncationWarning)
+        ids = pre.encode(text)
     words = [CLS] + kept
-    methods = list(METHODS if methods is None else methods)
+    methods = _method_list(METHODS if methods is None else methods, METHODS)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose among {list(METHODS)}")

@@ -40,10 +40,17 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\s+"), " "),
 ]
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
-_WORD_CHAR = re.compile(r"[0-9A-Za-z]")
+# A letter or a digit of any script (``\w`` without ``_``): a Chinese or Arabic text has words, and
+# the model reads them (as UNK), so it must not be mistaken for an empty text.
+_WORD_CHAR = re.compile(r"[^\W_]")
+_LETTER = re.compile(r"[^\W\d_]")
 
 PAD, CLS, UNK = "[PAD]", "[CLS]", "UNK"
 SPECIALS = (PAD, CLS, UNK)
+
+
+class TruncationWarning(UserWarning):
+    """A text was longer than the model reads: only its first ``max_len - 1`` tokens were used."""
 
 
 def tokenize(text: str) -> list[str]:
@@ -67,6 +74,11 @@ def normalize_for_lime(text: str, max_tokens: int = 255) -> str:
     """
     tokens = tokenize(_NON_ALNUM.sub(" ", text))
     if not tokens:
+        if _LETTER.search(text):
+            raise ValueError(
+                f"text has letters but none in A-Z ({text[:40]!r}): normalize_for_lime keeps only "
+                "ASCII letters and digits (the authors' preprocessing), so nothing is left to "
+                "explain; the model's vocabulary holds only the words of English IMDb reviews")
         raise ValueError("text has no alphanumeric character: nothing is left to explain")
     return " ".join(tokens[:max_tokens])
 
@@ -79,6 +91,12 @@ class Vocab:
     """
 
     def __init__(self, words: Sequence[str]):
+        if isinstance(words, (str, bytes)):
+            raise TypeError("a vocabulary is a list of str words, not one str")
+        words = list(words)
+        if not all(isinstance(w, str) for w in words):
+            raise TypeError("a vocabulary is a list of str words (vocab.json holds a JSON list of "
+                            "strings)")
         itos = list(SPECIALS) + [w for w in words if w not in SPECIALS and w != "unk"]
         if len(set(itos)) != len(itos):
             raise ValueError("vocabulary words must be distinct")
@@ -109,11 +127,28 @@ class Vocab:
     def lookup(self, tokens: Iterable[str]) -> list[int]:
         return [self.stoi.get(t, self.unk_id) for t in tokens]
 
+    def check_known(self, tokens: Sequence[str], text: str = "") -> None:
+        """Refuse a document none of whose ``tokens`` the vocabulary knows (every one is read as
+        UNK): the model cannot tell its words apart, so an explanation of them would be noise."""
+        unk = self.unk_id
+        if tokens and not any(self.stoi.get(t, unk) != unk for t in tokens):   # stops at one
+            script = (" (its letters are not A-Z: the vocabulary holds the words of English IMDb "
+                      "reviews)" if _LETTER.search(text) and not re.search(r"[A-Za-z]", text)
+                      else "")
+            raise ValueError(
+                f"no word of {text[:40]!r} is in the model's vocabulary{script}: all "
+                f"{len(tokens)} token(s) are read as the same UNK token, so the model cannot tell "
+                "them apart and a word-level explanation would only measure rounding noise or the "
+                "number of UNK tokens. Nothing to explain")
+
     def encode(self, text: str, max_len: int = 256, *, truncate: bool = True) -> list[int]:
         """``[CLS]`` followed by the ids of ``tokenize(text)``; at most ``max_len`` ids in all.
 
-        Raises ``ValueError`` for a text with no word character (empty, blank, punctuation only),
-        and for a text longer than ``max_len - 1`` tokens when ``truncate=False``.
+        Raises ``ValueError`` for a text with no letter or digit of any script (empty, blank,
+        punctuation only), and for a text longer than ``max_len - 1`` tokens when
+        ``truncate=False``. Truncation is silent here (the corpus code cuts reviews on purpose);
+        :class:`attnxai.Pretrained`'s ``encode`` / ``predict_logits`` warn
+        (:class:`TruncationWarning`).
         """
         if not isinstance(text, str):
             raise TypeError(f"encode expects a str, got {type(text).__name__}")
@@ -130,8 +165,18 @@ class Vocab:
         return [self.itos[int(i)] for i in ids if not (skip_pad and int(i) == self.pad_id)]
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.itos[len(SPECIALS):], ensure_ascii=False))
+        Path(path).write_text(json.dumps(self.itos[len(SPECIALS):], ensure_ascii=False),
+                              encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":
-        return cls(json.loads(Path(path).read_text()))
+        return cls.from_json(Path(path).read_bytes())
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> "Vocab":
+        """The vocabulary of a ``vocab.json`` content (a JSON list of words)."""
+        words = json.loads(data)
+        if not isinstance(words, list):
+            raise TypeError("vocab.json must hold a JSON list of words, got "
+                            f"{type(words).__name__}")
+        return cls(words)

@@ -114,6 +114,11 @@ class Problem:
                     "pass pre.predict_logits as a plain classifier_fn to get lime's behaviour")
             if n_tok == 0:
                 raise ValueError(f"the model's tokenizer finds no token in {text[:40]!r}")
+            # A text none of whose words the model knows (non-Latin script, invented words) is read
+            # as UNK tokens only: refused, since LIME would explain noise (bow=False: replacing UNK
+            # by UNK changes nothing, coefficients ~1e-16) or the count of UNK tokens (bow=True).
+            pre.vocab.check_known(text.split(" ") if is_normalized(text) else tokenize(text),
+                                  text)
             if not self.bow:
                 check_mask_string(pre, mask_string)
         reason = fast_path_reason(model, text)
