@@ -299,6 +299,13 @@ def test_review_scores_on_a_tiny_model():
                                   np.random.default_rng(2).standard_normal(n))
     pos = explainers.position_scores(pre.model, torch.as_tensor(rs.ids)[None])
     np.testing.assert_allclose(rs.scores["GxI"], pos["GxI"][0, 1:].numpy())
+    # alpha x s is the value part of GxI (chapter 4): GxI minus the key part
+    from attnxai.theory import gradient_terms
+
+    terms = gradient_terms(pre.model, torch.as_tensor(rs.ids)[None])
+    e = pre.model.embed(torch.as_tensor(rs.ids)[None])
+    value_part = (terms["value"] * e).sum(-1)[0, 1:].detach().numpy()
+    np.testing.assert_allclose(rs.scores["alpha x s"], value_part, atol=1e-12)
     with pytest.raises(ValueError, match="unknown method"):
         F.review_scores(pre, text, ["LIME", "SHAP"])
 

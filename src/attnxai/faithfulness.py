@@ -79,9 +79,9 @@ from .interface import ClassifierBase
 from .model import AttentionClassifier
 from .text import normalize_for_lime, tokenize
 
-__all__ = ["ALL_METHODS", "BACKENDS", "BASELINES", "CURVE_FRACTIONS", "DEFAULT_SELECTIONS",
+__all__ = ["ALL_METHODS", "BACKENDS", "EXTRA_METHODS", "CURVE_FRACTIONS", "DEFAULT_SELECTIONS",
            "Faithfulness", "METRICS", "PERTURBATIONS", "Perturber", "QUANTILES", "ReviewScores",
-           "SELECTIONS", "TextExplanation", "agreement", "cached_pretrained", "comprehensiveness",
+           "SELECTIONS", "TextExplanation", "agreement", "alpha_times_score", "cached_pretrained", "comprehensiveness",
            "curve_sizes", "deletion_curve", "evaluate", "explain", "insertion_curve",
            "probability", "ranking", "rationale_sizes", "review_scores", "sufficiency",
            "tau_loo", "word_to_positions"]
@@ -97,10 +97,13 @@ CURVE_FRACTIONS = np.arange(21) / 20
 BACKENDS = ("auto", "fast", "model")
 #: The per-(explainer, perturbation, selection) numbers of :class:`Faithfulness`.
 METRICS = ("comprehensiveness", "sufficiency", "tau_loo", "deletion_auc", "insertion_auc")
-#: Scores that are not explainers of the paper: a random baseline and LIME's closed-form limit.
-BASELINES = ("LIME limit", "random")
-#: The paper's seven explainers (Figure 1 order), then the baselines.
-ALL_METHODS = (*explainers.METHODS, *BASELINES)
+#: Scores that are not explainers of the paper: ``"alpha x s"``, the attention weight times the
+#: token's own score, ``(1/K) sum_i alpha_t^(i) W_l^(i) v_t^(i)`` (the first, value part of GxI
+#: in closed form: what attention becomes once it is multiplied by what it ignores); LIME's
+#: closed-form limit (:func:`attnxai.theory.lime_limit`); a random baseline.
+EXTRA_METHODS = ("alpha x s", "LIME limit", "random")
+#: The paper's seven explainers (Figure 1 order), then the extra methods.
+ALL_METHODS = (*explainers.METHODS, *EXTRA_METHODS)
 
 
 # ====================================================================== inputs
@@ -510,6 +513,23 @@ def word_to_positions(tokens: Sequence[str], words: Sequence[str], coef: Sequenc
     return np.array([by_word[t] for t in tokens])
 
 
+def alpha_times_score(model: Any, ids: Any, target: int = 1) -> np.ndarray:
+    """``(1/K) sum_i alpha_t^(i) s_t^(i)`` at every word position, ``s_t^(i) = W_l^(i) v_t^(i)``
+    (logit ``target``): each token's share of the logit (the model is ``f = sum_t`` of these,
+    chapter 1) and the value part of GxI (chapter 4's corollary). Attention weighted by the token
+    score that attention itself never sees. Single-layer model only."""
+    model = _model_of(model)
+    if not isinstance(model, AttentionClassifier):
+        raise TypeError("alpha x s is defined for the single-layer AttentionClassifier, not "
+                        f"{type(model).__name__}")
+    arr = _document(model, ids)
+    target = validate.target(target, model.n_classes)
+    with torch.no_grad():
+        it = model(torch.as_tensor(arr)[None], return_internals=True)
+    share = (it.alpha * it.token_scores[..., target]).mean(dim=1)[0]      # (T,)
+    return share[1:arr.size].double().numpy()
+
+
 @dataclass
 class ReviewScores:
     """The explanations of one text at word-position level (:func:`review_scores`)."""
@@ -535,8 +555,8 @@ def review_scores(pre: Pretrained, text: str, methods: Iterable[str] = ALL_METHO
     :func:`attnxai.fastlime.explain` with lime's settings (``bow=True``, ``num_samples``,
     ``kernel_width``, ``random_state=lime_seed``); the LIME limit from
     :func:`attnxai.theory.lime_limit` (``bow=True``, the same kernel width, aligned with lime's
-    words); both mapped to positions by :func:`word_to_positions`. ``random``: i.i.d. standard
-    normal scores from ``numpy.random.default_rng(random_seed)`` (signed, so the positive-only
+    words); both mapped to positions by :func:`word_to_positions`. ``alpha x s``:
+    :func:`alpha_times_score`. ``random``: i.i.d. standard normal scores from ``numpy.random.default_rng(random_seed)`` (signed, so the positive-only
     rule keeps about half of them).
     """
     from . import theory
@@ -563,6 +583,8 @@ def review_scores(pre: Pretrained, text: str, methods: Iterable[str] = ALL_METHO
     if pos:
         got = explainers.position_scores(pre.model, torch.as_tensor(ids)[None], target, pos)
         out.update({m: got[m][0, 1:n + 1].double().numpy() for m in pos})
+    if "alpha x s" in methods:
+        out["alpha x s"] = alpha_times_score(pre.model, ids, target)
     seconds["attention+gradients"] = time.perf_counter() - t0
     res = None
     if "LIME" in methods:
@@ -719,7 +741,7 @@ def explain(text: str, *, pre: Pretrained | None = None, profile: str = "paper",
     the model's length (``cut`` says how many tokens were left out, and a warning too). LIME runs
     with lime's settings (5,000 samples, width 25, ``bow=True``, ``random_state=lime_seed``).
     ``pre``: a loaded model, else the cached model of ``profile`` (:func:`cached_pretrained`).
-    ``methods`` may include the baselines of :data:`BASELINES`.
+    ``methods`` may include the extra methods of :data:`EXTRA_METHODS`.
 
     Raises ValueError for an empty text, a text with no letter or digit, and a text none of whose
     words the model knows (every explainer would only see UNK).
