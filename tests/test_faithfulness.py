@@ -218,6 +218,20 @@ def test_flipping_the_output_layer_negates_every_metric_of_attention():
         assert b["tau_loo"] == pytest.approx(a["tau_loo"], abs=1e-12)       # both flip
 
 
+def test_two_classes_the_other_class_negates_a_fixed_rationale():
+    """p_0 = 1 - p_1: for scores that do not depend on the class (attention), every metric
+    w.r.t. class 0 is minus the metric w.r.t. class 1 (chapter 7)."""
+    pre = make_tiny(seed=6)
+    ids = _doc(pre, 21, seed=5)
+    alpha = explainers.attention(pre.model, torch.as_tensor(ids)[None])[0, 1:].numpy()
+    r1 = F.evaluate(pre, ids, {"a": alpha}, target=1)
+    r0 = F.evaluate(pre, ids, {"a": alpha}, target=0)
+    for metric in ("comprehensiveness", "sufficiency", "tau_loo"):
+        np.testing.assert_allclose(r0.table[metric], -r1.table[metric], atol=1e-12)
+    for key in r1.curves:
+        np.testing.assert_allclose(r0.curves[key][0], 1 - r1.curves[key][0], atol=1e-12)
+
+
 def test_no_positive_score_gets_ferrets_values():
     pre = make_tiny(seed=0)
     ids = _doc(pre, 10)
@@ -375,9 +389,20 @@ def test_study_rows_resume_and_summaries(small_run, quick_model, imdb):
     assert m.shape == (n_methods, n_methods) and np.allclose(m.values, m.values.T, equal_nan=True)
 
 
+def test_study_explaining_the_predicted_class(quick_model, tmp_path):
+    out = tmp_path / "pred"
+    XF.run_faithfulness(out, profile="quick", reviews=3, num_samples=100, target="predicted",
+                        methods="alpha-avg,GxI", progress=False)
+    df = load_results(out, keys=("test_index",), sort=("rank",))
+    assert (df["target"] == df["predicted"]).all()
+    np.testing.assert_allclose(df["p"], np.where(df["target"] == 1, df["p1"], 1 - df["p1"]))
+    assert json.loads((out / "_meta.json").read_text())["target"] == "predicted"
+
+
 def test_study_refuses_bad_arguments(quick_model, tmp_path):
     for bad in (dict(reviews=0), dict(methods="alpha-avg,SHAP"), dict(perturbations="mask"),
-                dict(selections="top"), dict(backend="gpu"), dict(num_samples=1)):
+                dict(selections="top"), dict(backend="gpu"), dict(num_samples=1),
+                dict(target=2), dict(target="largest")):
         with pytest.raises((ValueError, TypeError)):
             XF.run_faithfulness(tmp_path / "x", profile="quick", progress=False,
                                 **{"reviews": 1, **bad})

@@ -110,6 +110,9 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--selections", default=None, help="abs,positive (default both; also signed)")
     p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
     p.add_argument("--kernel-width", type=float, default=25.0)
+    p.add_argument("--target", default="1",
+                   help="explained class: 1 (the paper's logit 1, default), 0, or 'predicted' "
+                        "(each review's predicted class, ferret's default)")
     p.add_argument("--backend", default="auto", choices=["auto", "fast", "model"],
                    help="how perturbed documents are evaluated (default auto: the float64 "
                         "projections of the single-layer model)")
@@ -155,7 +158,8 @@ def _faith_run(args: argparse.Namespace) -> int:
                               selections=args.selections, num_samples=args.num_samples,
                               kernel_width=args.kernel_width, backend=args.backend,
                               jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
-                              archive=args.archive, progress=not args.no_progress)
+                              archive=args.archive, progress=not args.no_progress,
+                              target=args.target)
     runs = Path(report.out) / "_runs.json"
     log = json.loads(runs.read_text()) if runs.is_file() else []
     log.append({"argv": sys.argv, "started": started.isoformat(timespec="seconds"),

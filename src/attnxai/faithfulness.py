@@ -47,8 +47,8 @@ computes tau-LOO with deletion only; we compute it with both perturbations. The 
 ``k_f = floor(f n)`` and their areas the trapezoidal rule on ``[0, 1]``.
 
 **Batched.** For one review and one perturbation every perturbed document any metric needs (all
-explainers, rules, sizes, the leave-one-out documents) is collected, duplicates are dropped, and
-the model is evaluated once (:class:`Perturber`): on the float64 projections of the single-layer
+explainers, rules, sizes, the leave-one-out documents) is collected, equal documents are kept
+once, and the model is evaluated once (:class:`Perturber`): on the float64 projections of the single-layer
 model (``backend="fast"``, :mod:`attnxai.fastlime.evaluate`, the evaluators the fast LIME uses), or
 by the model's own ``forward`` on the collated batch, in chunks (``backend="model"``, any
 :class:`~attnxai.interface.ClassifierBase`). ``"auto"`` takes the first when it can. Both agree to
@@ -334,6 +334,23 @@ class Faithfulness:
         return float(self.table.loc[(explainer, perturbation, selection), metric])
 
 
+def _distinct_documents(masks: np.ndarray, ids: np.ndarray, perturbation: str, unk_id: int
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """(one mask per distinct perturbed *document*, the index of each mask's document): masks
+    that give the same document (an UNK word replaced by UNK; one of two adjacent equal words
+    deleted) are evaluated once, so equal documents get exactly equal probabilities (ties in
+    tau-LOO are then real ties, not rounding)."""
+    words = ids[1:]
+    if perturbation == "replace":
+        docs = np.where(masks, words[None, :], unk_id)
+    else:
+        order = np.argsort(~masks, axis=1, kind="stable")          # kept positions first
+        kept = np.take_along_axis(masks, order, axis=1)
+        docs = np.where(kept, words[order], -1)
+    _, first, inverse = np.unique(docs, axis=0, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
 def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1,
              perturbations: str | Iterable[str] = PERTURBATIONS,
              selections: str | Iterable[str] = DEFAULT_SELECTIONS,
@@ -379,18 +396,15 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
         where[key] = (sizes, row)
         row += 2 * len(sizes)
     masks = np.concatenate(base + blocks, axis=0)
-    packed = np.packbits(masks, axis=1)
-    _, first, inverse = np.unique(packed, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    unique = masks[first]
 
     rows, curves = [], {}
     p_full, p_empty, loos, used, calls, docs = {}, {}, {}, {}, {}, {}
     for pert in perts:
         P = Perturber(model, arr, perturbation=pert, target=target, backend=backend,
                       batch_size=batch_size)
-        probs = P(unique)[inverse]
-        used[pert], calls[pert], docs[pert] = P.backend_used, P.calls, len(unique)
+        first, inverse = _distinct_documents(masks, arr, pert, model.unk_id)
+        probs = P(masks[first])[inverse]
+        used[pert], calls[pert], docs[pert] = P.backend_used, P.calls, len(first)
         px, pe = float(probs[0]), float(probs[1])
         p_full[pert], p_empty[pert] = px, pe
         loo = px - probs[2:2 + n]

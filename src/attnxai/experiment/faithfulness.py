@@ -8,11 +8,13 @@ baseline, scored by every metric of :mod:`attnxai.faithfulness` on test reviews 
 random sample of the test set and a larger run extends a smaller one), each in
 :func:`attnxai.normalize_for_lime` form (the authors' preprocessing, at most ``max_len - 1``
 tokens). Per review, :func:`attnxai.faithfulness.review_scores` computes every method of
-:data:`~attnxai.faithfulness.ALL_METHODS` for logit 1 (LIME: 5,000 samples, width 25,
-``bow=True``, ``random_state = 1000 * test_index``, i.e. repeat 0 of the LIME study; random
-scores: ``default_rng(test_index)``), then :func:`attnxai.faithfulness.evaluate` every metric, for
-both perturbations and both selection rules, with ``p`` = the probability of class 1; and the
-pairwise Kendall tau-b of the methods (signed and absolute scores).
+:data:`~attnxai.faithfulness.ALL_METHODS` for the explained class (``target``: logit 1 as in the
+paper by default, or each review's predicted class with ``target="predicted"``, ferret's default;
+LIME: 5,000 samples, width 25, ``bow=True``, ``random_state = 1000 * test_index``, i.e. repeat 0
+of the LIME study; random scores: ``default_rng(test_index)``), then
+:func:`attnxai.faithfulness.evaluate` every metric, for both perturbations and both selection
+rules, with ``p`` = the probability of the explained class; and the pairwise Kendall tau-b of the
+methods (signed and absolute scores).
 
 **Output.** A results folder (parquet parts and ``_meta.json``, :mod:`~attnxai.experiment.store`),
 one row per review: see :data:`COLUMNS`, then ``{method}__{perturbation}__{selection}__{metric}``
@@ -50,7 +52,8 @@ COLUMNS = {
     "test_index": "index of the review in load_imdb().test",
     "review_id": "the id in the review's file name", "label": "1 positive, 0 negative",
     "rating": "star rating", "n_tokens": "words after normalising (the model reads them all)",
-    "logits": "the model's logits on the review", "p": "probability of class 1 (p(x))",
+    "logits": "the model's logits on the review", "target": "the explained class",
+    "p": "probability of the explained class (p(x))", "p1": "probability of class 1",
     "predicted": "predicted class (argmax of the logits)",
     "p_empty__replace": "p with every word replaced by UNK",
     "p_empty__delete": "p of [CLS] alone", "backend": "model evaluation (fast/model)",
@@ -72,22 +75,41 @@ def metric_column(method: str, perturbation: str, metric: str, selection: str | 
 
 
 # ---------------------------------------------------------------- one review
+def _explained_class(pre: Any, text: str, target: int | str) -> int:
+    if target != "predicted":
+        return int(target)
+    from ..text import normalize_for_lime
+
+    import torch
+
+    ids = pre.vocab.encode(normalize_for_lime(text, pre.model.max_len - 1), pre.model.max_len)
+    with torch.no_grad():
+        return int(pre.model(torch.as_tensor(ids)[None]).argmax(dim=1)[0])
+
+
 def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
                      perturbations: Sequence[str] = PERTURBATIONS,
                      selections: Sequence[str] = DEFAULT_SELECTIONS, num_samples: int = 5000,
-                     kernel_width: float = 25.0, backend: str = "auto") -> dict[str, Any]:
-    """The row of one review (module docstring): explanations, metrics, agreement, timings."""
+                     kernel_width: float = 25.0, backend: str = "auto",
+                     target: int | str = 1) -> dict[str, Any]:
+    """The row of one review (module docstring): explanations, metrics, agreement, timings.
+
+    ``target``: the explained class, 1 (the paper's logit 1, the default), 0, or ``"predicted"``
+    (the model's predicted class on this review, ferret's default); every explainer explains that
+    logit and ``p`` is that class's probability."""
     t0, c0 = time.perf_counter(), time.process_time()
-    rs = review_scores(pre, text, methods, target=1, lime_seed=1000 * int(test_index),
+    c = _explained_class(pre, text, target)
+    rs = review_scores(pre, text, methods, target=c, lime_seed=1000 * int(test_index),
                        random_seed=int(test_index), num_samples=num_samples,
                        kernel_width=kernel_width)
     t_scores = time.perf_counter() - t0
-    res = evaluate(pre, rs.ids, rs.scores, target=1, perturbations=perturbations,
+    res = evaluate(pre, rs.ids, rs.scores, target=c, perturbations=perturbations,
                    selections=selections, backend=backend)
     logits = rs.logits
     e = np.exp(logits - logits.max())
     row: dict[str, Any] = {
-        "n_tokens": len(rs.tokens), "logits": logits.tolist(), "p": float(e[1] / e.sum()),
+        "n_tokens": len(rs.tokens), "logits": logits.tolist(), "target": c,
+        "p": float(e[c] / e.sum()), "p1": float(e[1] / e.sum()),
         "predicted": int(np.argmax(logits)),
         "backend": ",".join(sorted(set(res.backend.values()))),
     }
@@ -135,7 +157,7 @@ def _run_chunk(model_path: str, settings: dict[str, Any], items: list[dict[str, 
                                    selections=settings["selections"],
                                    num_samples=settings["num_samples"],
                                    kernel_width=settings["kernel_width"],
-                                   backend=settings["backend"])
+                                   backend=settings["backend"], target=settings["target"])
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
     return rows
@@ -155,6 +177,17 @@ def _names(values: str | Iterable[str] | None, name: str, options: Sequence[str]
     return out
 
 
+def _target(target: int | str, n_classes: int) -> int | str:
+    if isinstance(target, str):
+        if target == "predicted":
+            return target
+        if target.strip().isdigit():
+            target = int(target)
+        else:
+            raise ValueError(f"target must be a class index or 'predicted', got {target!r}")
+    return validate.target(target, n_classes)
+
+
 class FaithfulnessStudy(Study):
     """The faithfulness study on the first ``reviews`` reviews of :func:`review_order` (module
     docstring). Every argument is validated here, before anything is written."""
@@ -167,7 +200,7 @@ class FaithfulnessStudy(Study):
                  perturbations: str | Iterable[str] | None = None,
                  selections: str | Iterable[str] | None = None, num_samples: int = 5000,
                  kernel_width: float = 25.0, backend: str = "auto", chunk: int = 10,
-                 archive: str | None = None):
+                 archive: str | None = None, target: int | str = 1):
         from ..checkpoint import pretrained
         from ..data import load_imdb
         from ..faithfulness import BACKENDS
@@ -183,6 +216,7 @@ class FaithfulnessStudy(Study):
         self.pre = pretrained(profile, archive=archive, train_if_missing=False)
         if self.pre.path is None:
             raise ValueError("the model has no checkpoint folder")
+        self.target = _target(target, self.pre.model.n_classes)
         self.data = load_imdb(archive)
         if self.reviews > len(self.data.test):
             raise ValueError(f"reviews={self.reviews} but the test set has "
@@ -190,14 +224,17 @@ class FaithfulnessStudy(Study):
 
     def settings(self) -> dict[str, Any]:
         return {"profile": self.pre.config["train"]["profile"], "model": self.pre.path.name,
-                "target": 1, "p": "softmax probability of class 1",
+                "target": self.target,
+                "p": "softmax probability of " + ("the predicted class" if self.target ==
+                                                  "predicted" else f"class {self.target}"),
                 "methods": self.methods, "perturbations": self.perturbations,
                 "selections": self.selections, "quantiles": list(QUANTILES),
                 "curve_fractions": CURVE_FRACTIONS.tolist(),
                 "ties": "stable sort: earlier position first",
                 "words_to_positions": "every occurrence gets its word's coefficient",
                 "num_samples": self.num_samples, "kernel_width": self.kernel_width,
-                "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index",
+                "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index, "
+                        "logit = the explained class",
                 "limit": "theory.lime_limit(pre, text, bow=True), default settings",
                 "random": "numpy default_rng(test_index).standard_normal(n)",
                 "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
@@ -230,12 +267,12 @@ def run_faithfulness(out: Any, *, profile: str = "paper", reviews: int = 1000,
                      selections: str | Iterable[str] | None = None, num_samples: int = 5000,
                      kernel_width: float = 25.0, backend: str = "auto", jobs: int = 1,
                      scheduler: str | None = None, chunk: int = 10, archive: str | None = None,
-                     progress: bool = True) -> RunReport:
+                     progress: bool = True, target: int | str = 1) -> RunReport:
     """Run (or resume) the faithfulness study into the folder ``out`` (module docstring)."""
     study = FaithfulnessStudy(profile=profile, reviews=reviews, methods=methods,
                               perturbations=perturbations, selections=selections,
                               num_samples=num_samples, kernel_width=kernel_width,
-                              backend=backend, chunk=chunk, archive=archive)
+                              backend=backend, chunk=chunk, archive=archive, target=target)
     return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress)
 
 
