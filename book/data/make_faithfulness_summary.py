@@ -12,6 +12,9 @@ setting: ``--target 1``, ``--target predicted``). Writes, in ``book/data/``:
 * ``faithfulness_curves.csv``: the mean deletion and insertion curves (all reviews) with intervals;
 * ``faithfulness_agreement.csv``: the mean pairwise Kendall tau-b of the methods (signed and
   absolute scores), per group, with intervals;
+* ``faithfulness_attention_signs.csv``: in the first folder, per group, the share of the ``k``
+  positions attention (alpha-avg) ranks first (k = 1, 5, 10) whose LIME coefficient, resp.
+  alpha x s, is negative for class 1 (mean over reviews, bootstrap interval);
 * ``faithfulness_reviews.csv``: one row per review of the first folder (explained class 1):
   length, probability, predicted class, label, and per method and perturbation the AOPC
   comprehensiveness (both rules) and tau-LOO, for the chapter's own (paired) comparisons.
@@ -49,6 +52,30 @@ def _header(folder: Path, df) -> list[str]:
                      f"{r['loadavg_before'][0]:.2f}, after {r['loadavg_after'][0]:.2f}")
     lines.append(f"# settings: {json.dumps(meta, sort_keys=True)}")
     return lines
+
+
+def _attention_signs(df, n_boot: int):
+    """Share of the top-k attended positions whose LIME / alpha x s score is negative."""
+    import numpy as np
+    import pandas as pd
+
+    from attnxai.experiment import faithfulness as XF
+
+    groups = {"all": np.ones(len(df), bool), "predicted positive": df["predicted"].eq(1).to_numpy(),
+              "predicted negative": df["predicted"].eq(0).to_numpy()}
+    rows = []
+    for other in ("LIME", "alpha x s"):
+        for k in (1, 5, 10):
+            share = []
+            for a, o in zip(df["scores__alpha-avg"], df[f"scores__{other}"]):
+                top = np.argsort(-np.asarray(a, float), kind="stable")[:k]
+                share.append(float((np.asarray(o, float)[top] < 0).mean()))
+            share = np.asarray(share)
+            for g, m in groups.items():
+                mean, lo, hi = XF.bootstrap_means(share[m], n_boot=n_boot, seed=0)
+                rows.append({"score": other, "k": k, "group": g, "n": int(m.sum()),
+                             "mean": mean[0], "ci_low": lo[0], "ci_high": hi[0]})
+    return pd.DataFrame(rows)
 
 
 def main() -> None:
@@ -92,9 +119,11 @@ def main() -> None:
                 cols.append(XF.metric_column(m, pert, "comprehensiveness", sel))
             cols.append(XF.metric_column(m, pert, "tau_loo"))
     reviews = first[[c for c in cols if c in first.columns]]
+    signs = _attention_signs(first, args.n_boot)
     for name, frame, fmt in (("faithfulness_summary.csv", pd.concat(summ), "%.5g"),
                              ("faithfulness_curves.csv", pd.concat(curves), "%.4g"),
                              ("faithfulness_agreement.csv", pd.concat(agree), "%.4g"),
+                             ("faithfulness_attention_signs.csv", signs, "%.4g"),
                              ("faithfulness_reviews.csv", reviews, "%.3g")):
         path = out / name
         with open(path, "w") as fh:

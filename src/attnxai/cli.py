@@ -153,6 +153,7 @@ def _faith_run(args: argparse.Namespace) -> int:
 
     started = dt.datetime.now(dt.timezone.utc)
     load_before = os.getloadavg()
+    source = _source_state()                     # the code as it was when the run started
     report = run_faithfulness(args.out, profile=args.profile, reviews=args.reviews,
                               methods=args.methods, perturbations=args.perturbations,
                               selections=args.selections, num_samples=args.num_samples,
@@ -166,7 +167,7 @@ def _faith_run(args: argparse.Namespace) -> int:
                 "seconds": report.seconds, "computed": report.computed,
                 "skipped": report.skipped, "jobs": args.jobs,
                 "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
-                **_source_state()})
+                **source})
     runs.write_text(json.dumps(log, indent=2))
     print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} reviews/s)")

@@ -151,3 +151,43 @@ opacity = |weight| / largest |weight| of the row (hover a token for its weight).
 </body>
 </html>
 """
+
+
+def ci_forest(table, *, y: str = "method", hue: str | None = None, x: str = "mean",
+              lo: str = "ci_low", hi: str = "ci_high", order: Sequence[str] | None = None,
+              hue_order: Sequence[str] | None = None, ax=None, reference: float | None = None,
+              xlabel: str | None = None):
+    """Means with their (precomputed) confidence intervals, one row per ``y`` value, dodged by
+    ``hue``: a forest plot of a summary table (e.g. the committed faithfulness summary, whose
+    intervals come from the bootstrap, not from seaborn's own). Returns the axes."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 0.35 * table[y].nunique() + 1.2))
+    order = list(order) if order is not None else list(dict.fromkeys(table[y]))
+    hues = [None] if hue is None else (list(hue_order) if hue_order is not None
+                                       else list(dict.fromkeys(table[hue])))
+    colors = sns.color_palette(n_colors=max(len(hues), 1))
+    width = 0.7
+    for j, h in enumerate(hues):
+        sub = table if h is None else table[table[hue] == h]
+        sub = sub.set_index(y)
+        off = 0.0 if len(hues) == 1 else (j - (len(hues) - 1) / 2) * width / len(hues)
+        ys, xs, err = [], [], [[], []]
+        for i, name in enumerate(order):
+            if name not in sub.index:
+                continue
+            r = sub.loc[name]
+            ys.append(i + off)
+            xs.append(float(r[x]))
+            err[0].append(float(r[x]) - float(r[lo]))
+            err[1].append(float(r[hi]) - float(r[x]))
+        ax.errorbar(xs, ys, xerr=err, fmt="o", ms=4, capsize=2, color=colors[j],
+                    label=None if h is None else str(h))
+    ax.set_yticks(range(len(order)))
+    ax.set_yticklabels(order)
+    ax.set_ylim(len(order) - 0.5, -0.5)
+    if reference is not None:
+        ax.axvline(reference, color="0.5", lw=0.8, ls="--")
+    if hue is not None:
+        ax.legend(title=hue, fontsize=8, title_fontsize=8, loc="best")
+    ax.set_xlabel(xlabel or x)
+    return ax
