@@ -86,6 +86,8 @@ def main() -> None:
     ap.add_argument("results", nargs="+", help="results folders (first: explained class 1)")
     ap.add_argument("--out", default=str(HERE))
     ap.add_argument("--n-boot", type=int, default=2000)
+    ap.add_argument("--note", action="append", default=[],
+                    help="a line added to every header (e.g. about the code of a run)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -110,6 +112,7 @@ def main() -> None:
             first = df
     import pandas as pd
 
+    header += [f"# note: {n}" for n in args.note]
     header.append(f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}")
     methods = [c[len("scores__"):] for c in first.columns if c.startswith("scores__")]
     cols = ["rank", "test_index", "label", "rating", "n_tokens", "p1", "predicted", "target", "p"]

@@ -560,7 +560,8 @@ class ReviewScores:
 def review_scores(pre: Pretrained, text: str, methods: Iterable[str] = ALL_METHODS, *,
                   target: int = 1, lime_seed: Any = 0, random_seed: int = 0,
                   num_samples: int = 5000, kernel_width: float = 25.0,
-                  limit_kwargs: Mapping[str, Any] | None = None) -> ReviewScores:
+                  limit_kwargs: Mapping[str, Any] | None = None,
+                  lime_backend: str = "auto") -> ReviewScores:
     """The scores of ``methods`` (:data:`ALL_METHODS`) on one text, one per word position.
 
     The text is first put in :func:`attnxai.normalize_for_lime` form (the authors' preprocessing,
@@ -571,10 +572,9 @@ def review_scores(pre: Pretrained, text: str, methods: Iterable[str] = ALL_METHO
     :func:`attnxai.theory.lime_limit` (``bow=True``, the same kernel width, aligned with lime's
     words); both mapped to positions by :func:`word_to_positions`. ``alpha x s``:
     :func:`alpha_times_score`. ``random``: i.i.d. standard normal scores from ``numpy.random.default_rng(random_seed)`` (signed, so the positive-only
-    rule keeps about half of them).
+    rule keeps about half of them). ``lime_backend``: the compiled loops of the fast LIME
+    (:func:`attnxai.fastlime.explain`'s ``backend``; same numbers either way).
     """
-    from . import theory
-
     if not isinstance(pre, Pretrained):
         raise TypeError(f"pre must be an attnxai Pretrained (model and vocabulary), got "
                         f"{type(pre).__name__}")
@@ -604,10 +604,13 @@ def review_scores(pre: Pretrained, text: str, methods: Iterable[str] = ALL_METHO
     if "LIME" in methods:
         t0 = time.perf_counter()
         res = fastlime.explain(pre, text, num_samples=num_samples, kernel_width=kernel_width,
-                               bow=True, random_state=lime_seed, target=target)
+                               bow=True, random_state=lime_seed, target=target,
+                               backend=lime_backend)
         out["LIME"] = word_to_positions(tokens, res.words, res.coef)
         seconds["LIME"] = time.perf_counter() - t0
     if "LIME limit" in methods:
+        from . import theory                    # (imports SymPy: only when the limit is asked)
+
         t0 = time.perf_counter()
         words = fastlime.lime_features(tokens, True)[0]
         beta = theory.lime_limit(pre, text, bow=True, kernel_width=kernel_width, target=target,
@@ -747,8 +750,8 @@ class TextExplanation:
 
 def explain(text: str, *, pre: Pretrained | None = None, profile: str = "paper",
             methods: Iterable[str] | None = None, target: int = 1, lime_seed: int = 42,
-            num_samples: int = 5000, kernel_width: float = 25.0, progress: bool = False
-            ) -> TextExplanation:
+            num_samples: int = 5000, kernel_width: float = 25.0, progress: bool = False,
+            lime_backend: str = "numpy") -> TextExplanation:
     """The paper's explainers (default the seven of Figure 1) on any text: ``attnxai explain``.
 
     The text is preprocessed as the authors did (:func:`attnxai.normalize_for_lime`) and cut to
@@ -756,6 +759,10 @@ def explain(text: str, *, pre: Pretrained | None = None, profile: str = "paper",
     with lime's settings (5,000 samples, width 25, ``bow=True``, ``random_state=lime_seed``).
     ``pre``: a loaded model, else the cached model of ``profile`` (:func:`cached_pretrained`).
     ``methods`` may include the extra methods of :data:`EXTRA_METHODS`.
+
+    ``lime_backend="numpy"`` (default) runs the fast LIME's loops in numpy: for one explanation
+    that is quicker than loading the compiled numba kernels (about a second), with the same
+    numbers; pass ``"auto"`` when explaining many texts in one process.
 
     Raises ValueError for an empty text, a text with no letter or digit, and a text none of whose
     words the model knows (every explainer would only see UNK).
@@ -805,12 +812,12 @@ def explain(text: str, *, pre: Pretrained | None = None, profile: str = "paper",
         if m in methods:
             bar.set_postfix_str(m)
             scores.update(review_scores(pre, rs.text, [m], target=target, lime_seed=lime_seed,
-                                        num_samples=num_samples,
-                                        kernel_width=kernel_width).scores)
+                                        num_samples=num_samples, kernel_width=kernel_width,
+                                        lime_backend=lime_backend).scores)
             bar.update(1)
     bar.close()
     settings = {"lime_seed": lime_seed, "num_samples": num_samples, "kernel_width": kernel_width,
-                "bow": True, "preprocessing": "normalize_for_lime"}
+                "bow": True, "preprocessing": "normalize_for_lime", "lime_backend": lime_backend}
     return TextExplanation(text=rs.text, tokens=rs.tokens, scores={m: scores[m] for m in methods},
                            logits=rs.logits, target=target, n_tokens=len(full), cut=cut,
                            unknown=unknown_words,
