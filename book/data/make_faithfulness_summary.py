@@ -17,7 +17,7 @@ setting: ``--target 1``, ``--target predicted``). Writes, in ``book/data/``:
   alpha x s, is negative for class 1 (mean over reviews, bootstrap interval);
 * ``faithfulness_reviews.csv``: one row per review of the first folder (explained class 1):
   length, probability, predicted class, label, and per method and perturbation the AOPC
-  comprehensiveness (both rules) and tau-LOO, for the chapter's own (paired) comparisons.
+  comprehensiveness (positive rule) and tau-LOO, for the chapter's own (paired) comparisons.
 
 Every file starts with ``#`` lines (read with ``pandas.read_csv(..., comment="#")``): the commands
 that ran, the git commit of the code and whether it had uncommitted changes (from the folder's
@@ -118,8 +118,7 @@ def main() -> None:
     cols = ["rank", "test_index", "label", "rating", "n_tokens", "p1", "predicted", "target", "p"]
     for m in methods:
         for pert in ("replace", "delete"):
-            for sel in ("abs", "positive"):
-                cols.append(XF.metric_column(m, pert, "comprehensiveness", sel))
+            cols.append(XF.metric_column(m, pert, "comprehensiveness", "positive"))
             cols.append(XF.metric_column(m, pert, "tau_loo"))
     reviews = first[[c for c in cols if c in first.columns]]
     signs = _attention_signs(first, args.n_boot)
