@@ -121,3 +121,17 @@ def test_cli_on_the_cached_quick_model(quick_model, capsys):
                      "--no-progress"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["model"] == quick_model.path.name and len(doc["tokens"]) == 7
+
+
+def test_cached_pretrained_says_when_it_must_train(tmp_path, monkeypatch, capsys):
+    import attnxai.checkpoint
+    import attnxai.data
+
+    monkeypatch.setattr(attnxai.data, "cache_dir", lambda: tmp_path)
+    trained = []
+    monkeypatch.setattr(attnxai.checkpoint, "pretrained",
+                        lambda profile, progress=True: trained.append(profile) or "model")
+    assert F.cached_pretrained("quick") == "model" and trained == ["quick"]
+    assert "no cached 'quick' model" in capsys.readouterr().err
+    assert F.cached_pretrained("quick", progress=False) == "model"
+    assert capsys.readouterr().err == ""

@@ -649,6 +649,11 @@ def cached_pretrained(profile: str = "paper", *, progress: bool = True) -> Pretr
             found.append(folder)
     if len(found) == 1:
         return load(found[0])
+    if not found and progress:
+        import sys
+
+        print(f"attnxai: no cached {config['profile']!r} model under {root}: training it first "
+              "(progress below; it is cached for the next time)", file=sys.stderr)
     return pretrained(profile, progress=progress)
 
 
