@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 
 
 def _cli(text: str, profile: str) -> float:
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=5.0, help="seconds (default 5)")
     args = p.parse_args(argv)
 
+    warnings.filterwarnings("ignore", message="the text has")     # the long review is cut
     t0 = time.perf_counter()
     import attnxai
     from attnxai import faithfulness as F
