@@ -104,13 +104,16 @@ def figure1_page(tokens: Sequence[str], scores: dict[str, Sequence[float]], *,
         top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
         cells = []
         for tok, x in zip(tokens, w):
+            fg = "#222"
             if not np.isfinite(x):
                 bg, tip = "transparent", "no weight"
             else:
                 rgb = "46,125,50" if x >= 0 else "198,40,40"
-                bg, tip = f"rgba({rgb},{min(abs(x) / top, 1.0):.3f})", f"{x:+.4g}"
-            cells.append(f'<span class="tok" style="background:{bg}" title="{html.escape(tip)}">'
-                         f"{html.escape(str(tok))}</span>")
+                a = min(abs(x) / top, 1.0)
+                bg, tip = f"rgba({rgb},{a:.3f})", f"{x:+.4g}"
+                fg = "#fff" if a > 0.55 else fg        # readable on a strong colour
+            cells.append(f'<span class="tok" style="background:{bg};color:{fg}" '
+                         f'title="{html.escape(tip)}">{html.escape(str(tok))}</span>')
         rows.append(f'<tr><th scope="row">{html.escape(name)}<br><small>max |w| = '
                     f'{top:.3g}</small></th><td>{" ".join(cells)}</td></tr>')
     note_html = "".join(f"<p class=\"note\">{html.escape(n)}</p>" for n in notes)
