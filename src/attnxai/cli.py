@@ -109,6 +109,157 @@ def _lime_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- faithfulness
+def _faith_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default="paper", help="trained model to explain (paper or quick)")
+    p.add_argument("--reviews", type=int, default=1000,
+                   help="first N reviews of the seeded test-set order (default 1000)")
+    p.add_argument("--out", required=True,
+                   help="results folder (parquet parts; rerun the same command to resume)")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated explainers (default: the seven of Figure 1, "
+                        "'LIME limit' and 'random')")
+    p.add_argument("--perturbations", default=None, help="replace,delete (default both)")
+    p.add_argument("--selections", default=None, help="abs,positive (default both; also signed)")
+    p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
+    p.add_argument("--kernel-width", type=float, default=25.0)
+    p.add_argument("--target", default="1",
+                   help="explained class: 1 (the paper's logit 1, default), 0, or 'predicted' "
+                        "(each review's predicted class, ferret's default)")
+    p.add_argument("--backend", default="auto", choices=["auto", "fast", "model"],
+                   help="how perturbed documents are evaluated (default auto: the float64 "
+                        "projections of the single-layer model)")
+    p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address, e.g. tcp://host:8786 (pip install attnxai[dask])")
+    p.add_argument("--chunk", type=int, default=10, help="reviews per task (default 10)")
+    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _source_state() -> dict:
+    """The git commit of the package's source and whether tracked files differ from it."""
+    import subprocess
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": head, "dirty": bool(dirty)}
+
+
+def _faith_run(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import os
+    from pathlib import Path
+
+    import pandas as pd
+
+    from .experiment.faithfulness import run_faithfulness, summarize
+    from .experiment.store import load_results
+
+    started = dt.datetime.now(dt.timezone.utc)
+    load_before = os.getloadavg()
+    source = _source_state()                     # the code as it was when the run started
+    report = run_faithfulness(args.out, profile=args.profile, reviews=args.reviews,
+                              methods=args.methods, perturbations=args.perturbations,
+                              selections=args.selections, num_samples=args.num_samples,
+                              kernel_width=args.kernel_width, backend=args.backend,
+                              jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
+                              archive=args.archive, progress=not args.no_progress,
+                              target=args.target)
+    runs = Path(report.out) / "_runs.json"
+    log = json.loads(runs.read_text()) if runs.is_file() else []
+    log.append({"argv": sys.argv, "started": started.isoformat(timespec="seconds"),
+                "seconds": report.seconds, "computed": report.computed,
+                "skipped": report.skipped, "jobs": args.jobs,
+                "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
+                **source})
+    runs.write_text(json.dumps(log, indent=2))
+    print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
+          f"{report.seconds:.0f} s ({report.rows_per_second:.2f} reviews/s)")
+    df = load_results(report.out, keys=("test_index",), sort=("rank",))
+    table = summarize(df, n_boot=200)
+    table = table[(table["group"] == "all") & table["selection"].isin(["positive", "-"])]
+    wide = table.pivot_table(index="method", columns=["perturbation", "metric"], values="mean",
+                             sort=False)
+    with pd.option_context("display.width", 160, "display.max_columns", 30):
+        print("means over", len(df), "reviews (positive-only rule; tau-LOO any rule):")
+        print(wide.round(3).to_string())
+    return 0
+
+
+# ---------------------------------------------------------------- explain
+def _explain_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("text", help="the text to explain ('-' reads it from standard input)")
+    p.add_argument("--model", default="paper", choices=["paper", "quick"],
+                   help="cached model to explain (default paper; trained first if missing)")
+    p.add_argument("--explainers", default=None,
+                   help="comma-separated, among alpha-avg, alpha-max, LIME, G-avg, G-l1, G-l2, "
+                        "GxI (default all seven), 'LIME limit', 'random'; or 'all'")
+    p.add_argument("--html", default=None, metavar="FILE",
+                   help="also write Figure 1 for this text to FILE (an offline HTML page)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument("--target", type=int, default=1, help="logit explained (default 1, positive)")
+    p.add_argument("--seed", type=int, default=42, help="LIME's random_state (default 42)")
+    p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-color", action="store_true", help="no ANSI colours in the table")
+
+
+def _explainer_names(spec: str | None) -> list[str] | None:
+    from .faithfulness import ALL_METHODS
+
+    if spec is None:
+        return None
+    if spec.strip().lower() == "all":
+        return list(ALL_METHODS)
+    by_lower = {m.lower(): m for m in ALL_METHODS}
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    bad = [s for s in names if s.lower() not in by_lower]
+    if bad or not names:
+        raise ValueError(f"unknown explainer(s) {bad or spec!r}; choose among "
+                         f"{', '.join(ALL_METHODS)} (comma-separated) or 'all'")
+    return [by_lower[s.lower()] for s in names]
+
+
+def _explain_run(args: argparse.Namespace) -> int:
+    import os
+    import warnings
+
+    from . import validate
+    from .faithfulness import explain, write_html
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    validate.num_samples(args.num_samples)
+    methods = _explainer_names(args.explainers)
+    progress = not args.no_progress and sys.stderr.isatty()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ex = explain(text, profile=args.model, methods=methods, target=args.target,
+                     lime_seed=args.seed, num_samples=args.num_samples, progress=progress)
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            print(f"attnxai explain: note: {w.message}", file=sys.stderr)
+    if args.html:
+        path = write_html(ex, args.html)
+        print(f"attnxai explain: wrote {path} (Figure 1 for this text; open it in a browser)",
+              file=sys.stderr)
+    if args.json:
+        print(json.dumps(ex.to_json(), indent=2))
+        return 0
+    color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    print(ex.summary())
+    print(ex.to_text(color=color))
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
                           Callable[[argparse.Namespace], int], str]] = {
     "train": (_train_args, _train_run,
@@ -118,6 +269,11 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
     "lime-experiment": (_lime_args, _lime_run,
                         "LIME (repeated) on many test reviews vs every closed-form "
                         "approximation; resumable, parallel"),
+    "faithfulness": (_faith_args, _faith_run,
+                     "faithfulness metrics (AOPC, tau-LOO, deletion/insertion) of every "
+                     "explainer on many test reviews; resumable, parallel"),
+    "explain": (_explain_args, _explain_run,
+                "the seven explanations of Figure 1 for your own text (table, --html, --json)"),
 }
 
 

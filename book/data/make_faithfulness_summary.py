@@ -1,0 +1,138 @@
+"""Write the committed summaries of the faithfulness runs that chapter 7 reads.
+
+    python book/data/make_faithfulness_summary.py results/faithfulness results/faithfulness_pred
+
+Each argument is a results folder of ``python -m attnxai faithfulness`` (one per explained-class
+setting: ``--target 1``, ``--target predicted``). Writes, in ``book/data/``:
+
+* ``faithfulness_summary.csv``: per target setting, group of reviews (all, predicted positive,
+  predicted negative), method, perturbation, selection and metric, the number of reviews, the mean
+  and its 95 % percentile bootstrap interval over reviews (2,000 resamples, seed 0;
+  :func:`attnxai.experiment.faithfulness.summarize`);
+* ``faithfulness_curves.csv``: the mean deletion and insertion curves (all reviews) with intervals;
+* ``faithfulness_agreement.csv``: the mean pairwise Kendall tau-b of the methods (signed and
+  absolute scores), per group, with intervals;
+* ``faithfulness_attention_signs.csv``: in the first folder, per group, the share of the ``k``
+  positions attention (alpha-avg) ranks first (k = 1, 5, 10) whose LIME coefficient, resp.
+  alpha x s, is negative for class 1 (mean over reviews, bootstrap interval);
+* ``faithfulness_reviews.csv``: one row per review of the first folder (explained class 1):
+  length, probability, predicted class, label, and per method and perturbation the AOPC
+  comprehensiveness (positive rule) and tau-LOO, for the chapter's own (paired) comparisons.
+
+Every file starts with ``#`` lines (read with ``pandas.read_csv(..., comment="#")``): the commands
+that ran, the git commit of the code and whether it had uncommitted changes (from the folder's
+``_runs.json``, written by the command), the settings (``_meta.json``), the wall time of each run
+with the jobs and load average, and when the summary was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _header(folder: Path, df) -> list[str]:
+    meta = json.loads((folder / "_meta.json").read_text())
+    runs_path = folder / "_runs.json"
+    runs = json.loads(runs_path.read_text()) if runs_path.is_file() else []
+    lines = [f"# results: {folder.name} (explained class: {meta['target']}), "
+             f"{df['test_index'].nunique()} test reviews"]
+    for r in runs:
+        args = " ".join(shlex.quote(a) for a in r["argv"][1:])
+        dirty = " (with uncommitted changes!)" if r.get("dirty") else ""
+        lines.append(f"# command: python -m attnxai {args}")
+        lines.append(f"#   code: {r.get('commit')}{dirty}; started {r['started']}; wall time "
+                     f"{r['seconds']:.0f} s for {r['computed']} reviews ({r['skipped']} already "
+                     f"there), jobs {r['jobs']}; load average before "
+                     f"{r['loadavg_before'][0]:.2f}, after {r['loadavg_after'][0]:.2f}")
+    lines.append(f"# settings: {json.dumps(meta, sort_keys=True)}")
+    return lines
+
+
+def _attention_signs(df, n_boot: int):
+    """Share of the top-k attended positions whose LIME / alpha x s score is negative."""
+    import numpy as np
+    import pandas as pd
+
+    from attnxai.experiment import faithfulness as XF
+
+    groups = {"all": np.ones(len(df), bool), "predicted positive": df["predicted"].eq(1).to_numpy(),
+              "predicted negative": df["predicted"].eq(0).to_numpy()}
+    rows = []
+    for other in ("LIME", "alpha x s"):
+        for k in (1, 5, 10):
+            share = []
+            for a, o in zip(df["scores__alpha-avg"], df[f"scores__{other}"]):
+                top = np.argsort(-np.asarray(a, float), kind="stable")[:k]
+                share.append(float((np.asarray(o, float)[top] < 0).mean()))
+            share = np.asarray(share)
+            for g, m in groups.items():
+                mean, lo, hi = XF.bootstrap_means(share[m], n_boot=n_boot, seed=0)
+                rows.append({"score": other, "k": k, "group": g, "n": int(m.sum()),
+                             "mean": mean[0], "ci_low": lo[0], "ci_high": hi[0]})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    from attnxai.experiment import load_results
+    from attnxai.experiment import faithfulness as XF
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", nargs="+", help="results folders (first: explained class 1)")
+    ap.add_argument("--out", default=str(HERE))
+    ap.add_argument("--n-boot", type=int, default=2000)
+    ap.add_argument("--note", action="append", default=[],
+                    help="a line added to every header (e.g. about the code of a run)")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    header, summ, curves, agree = [], [], [], []
+    first = None
+    for folder in map(Path, args.results):
+        df = load_results(folder, keys=("test_index",), sort=("rank",))
+        meta = json.loads((folder / "_meta.json").read_text())
+        target = str(meta["target"])
+        header += _header(folder, df)
+        t = XF.summarize(df, n_boot=args.n_boot)
+        t.insert(0, "target", target)
+        summ.append(t)
+        c = XF.curve_summary(df, n_boot=args.n_boot // 2)
+        c = c[c["group"] == "all"].drop(columns="group")
+        c.insert(0, "target", target)
+        curves.append(c)
+        a = XF.agreement_summary(df, n_boot=args.n_boot // 2)
+        a.insert(0, "target", target)
+        agree.append(a)
+        if first is None:
+            first = df
+    import pandas as pd
+
+    header += [f"# note: {n}" for n in args.note]
+    header.append(f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}")
+    methods = [c[len("scores__"):] for c in first.columns if c.startswith("scores__")]
+    cols = ["rank", "test_index", "label", "rating", "n_tokens", "p1", "predicted", "target", "p"]
+    for m in methods:
+        for pert in ("replace", "delete"):
+            cols.append(XF.metric_column(m, pert, "comprehensiveness", "positive"))
+            cols.append(XF.metric_column(m, pert, "tau_loo"))
+    reviews = first[[c for c in cols if c in first.columns]]
+    signs = _attention_signs(first, args.n_boot)
+    for name, frame, fmt in (("faithfulness_summary.csv", pd.concat(summ), "%.5g"),
+                             ("faithfulness_curves.csv", pd.concat(curves), "%.4g"),
+                             ("faithfulness_agreement.csv", pd.concat(agree), "%.4g"),
+                             ("faithfulness_attention_signs.csv", signs, "%.4g"),
+                             ("faithfulness_reviews.csv", reviews, "%.3g")):
+        path = out / name
+        with open(path, "w") as fh:
+            fh.write("\n".join(header) + "\n")
+            frame.to_csv(fh, index=False, float_format=fmt)
+        print(f"wrote {path} ({len(frame)} rows, {path.stat().st_size // 1024} KiB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,402 @@
+"""The faithfulness study: the paper's seven explainers, LIME's closed-form limit and a random
+baseline, scored by every metric of :mod:`attnxai.faithfulness` on test reviews (chapter 7).
+
+    python -m attnxai faithfulness --profile paper --reviews 1000 --out results/faithfulness --jobs 2
+
+**What is computed.** The first ``reviews`` test reviews of the fixed random order
+:func:`~attnxai.experiment.lime_corpus.review_order` (the order of the LIME study, so they are a
+random sample of the test set and a larger run extends a smaller one), each in
+:func:`attnxai.normalize_for_lime` form (the authors' preprocessing, at most ``max_len - 1``
+tokens). Per review, :func:`attnxai.faithfulness.review_scores` computes every method of
+:data:`~attnxai.faithfulness.ALL_METHODS` for the explained class (``target``: logit 1 as in the
+paper by default, or each review's predicted class with ``target="predicted"``, ferret's default;
+LIME: 5,000 samples, width 25, ``bow=True``, ``random_state = 1000 * test_index``, i.e. repeat 0
+of the LIME study; random scores: ``default_rng(test_index)``), then
+:func:`attnxai.faithfulness.evaluate` every metric, for both perturbations and both selection
+rules, with ``p`` = the probability of the explained class; and the pairwise Kendall tau-b of the
+methods (signed and absolute scores).
+
+**Output.** A results folder (parquet parts and ``_meta.json``, :mod:`~attnxai.experiment.store`),
+one row per review: see :data:`COLUMNS`, then ``{method}__{perturbation}__{selection}__{metric}``
+for ``comprehensiveness``, ``sufficiency``, ``deletion_auc``, ``insertion_auc``, ``n_rationales``,
+``deletion_curve``, ``insertion_curve`` (lists at :data:`attnxai.faithfulness.CURVE_FRACTIONS`),
+``{method}__{perturbation}__tau_loo``, ``scores__{method}`` (float32 lists, one per word) and
+``agree__{a}__{b}`` / ``agree_abs__{a}__{b}``. :func:`summarize`, :func:`curve_summary` and
+:func:`agreement_summary` give the tables of the book, with percentile bootstrap intervals over
+reviews.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import validate
+from ..faithfulness import (ALL_METHODS, CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS,
+                            QUANTILES, SELECTIONS, agreement, evaluate, review_scores)
+from ..threads import single_threaded
+from .lime_corpus import ORDER_SEED, review_order
+from .runner import RunReport, Study, chunked, run
+
+__all__ = ["COLUMNS", "FaithfulnessStudy", "GROUPS", "SUMMARY_METRICS", "agreement_summary",
+           "bootstrap_means", "curve_summary", "faithfulness_row", "metric_column",
+           "run_faithfulness", "summarize"]
+
+#: The fixed columns of a result row (metric columns follow, see the module docstring).
+COLUMNS = {
+    "rank": "position of the review in review_order()",
+    "test_index": "index of the review in load_imdb().test",
+    "review_id": "the id in the review's file name", "label": "1 positive, 0 negative",
+    "rating": "star rating", "n_tokens": "words after normalising (the model reads them all)",
+    "logits": "the model's logits on the review", "target": "the explained class",
+    "p": "probability of the explained class (p(x))", "p1": "probability of class 1",
+    "predicted": "predicted class (argmax of the logits)",
+    "p_empty__replace": "p with every word replaced by UNK",
+    "p_empty__delete": "p of [CLS] alone", "backend": "model evaluation (fast/model)",
+    "seconds": "wall time for this review", "cpu_seconds": "CPU time for this review",
+    "seconds_scores": "of which computing the explanations",
+}
+#: Per (method, perturbation, selection) numbers with a bootstrap interval in :func:`summarize`.
+SUMMARY_METRICS = ("comprehensiveness", "sufficiency", "deletion_auc", "insertion_auc")
+#: The groups of reviews :func:`summarize` reports: all, and by predicted class.
+GROUPS = ("all", "predicted positive", "predicted negative")
+
+
+def metric_column(method: str, perturbation: str, metric: str, selection: str | None = None
+                  ) -> str:
+    """The results column of one number (``selection=None`` for ``tau_loo``)."""
+    if metric == "tau_loo":
+        return f"{method}__{perturbation}__tau_loo"
+    return f"{method}__{perturbation}__{selection}__{metric}"
+
+
+# ---------------------------------------------------------------- one review
+def _explained_class(pre: Any, text: str, target: int | str) -> int:
+    if target != "predicted":
+        return int(target)
+    from ..text import normalize_for_lime
+
+    import torch
+
+    ids = pre.vocab.encode(normalize_for_lime(text, pre.model.max_len - 1), pre.model.max_len)
+    with torch.no_grad():
+        return int(pre.model(torch.as_tensor(ids)[None]).argmax(dim=1)[0])
+
+
+def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
+                     perturbations: Sequence[str] = PERTURBATIONS,
+                     selections: Sequence[str] = DEFAULT_SELECTIONS, num_samples: int = 5000,
+                     kernel_width: float = 25.0, backend: str = "auto",
+                     target: int | str = 1) -> dict[str, Any]:
+    """The row of one review (module docstring): explanations, metrics, agreement, timings.
+
+    ``target``: the explained class, 1 (the paper's logit 1, the default), 0, or ``"predicted"``
+    (the model's predicted class on this review, ferret's default); every explainer explains that
+    logit and ``p`` is that class's probability."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    c = _explained_class(pre, text, target)
+    rs = review_scores(pre, text, methods, target=c, lime_seed=1000 * int(test_index),
+                       random_seed=int(test_index), num_samples=num_samples,
+                       kernel_width=kernel_width)
+    t_scores = time.perf_counter() - t0
+    res = evaluate(pre, rs.ids, rs.scores, target=c, perturbations=perturbations,
+                   selections=selections, backend=backend)
+    logits = rs.logits
+    e = np.exp(logits - logits.max())
+    row: dict[str, Any] = {
+        "n_tokens": len(rs.tokens), "logits": logits.tolist(), "target": c,
+        "p": float(e[c] / e.sum()), "p1": float(e[1] / e.sum()),
+        "predicted": int(np.argmax(logits)),
+        "backend": ",".join(sorted(set(res.backend.values()))),
+    }
+    for pert in perturbations:
+        row[f"p_empty__{pert}"] = res.p_empty[pert]
+    tab = res.table
+    for (m, pert, sel), r in tab.iterrows():
+        for metric in SUMMARY_METRICS:
+            row[metric_column(m, pert, metric, sel)] = float(r[metric])
+        row[metric_column(m, pert, "n_rationales", sel)] = int(r["n_rationales"])
+        row[metric_column(m, pert, "tau_loo")] = float(r["tau_loo"])
+        dcurve, icurve = res.curves[(m, pert, sel)]
+        row[f"{m}__{pert}__{sel}__deletion_curve"] = dcurve.tolist()
+        row[f"{m}__{pert}__{sel}__insertion_curve"] = icurve.tolist()
+    for m in methods:
+        row[f"scores__{m}"] = rs.scores[m].astype(np.float32).tolist()
+    for kind, absolute in (("agree", False), ("agree_abs", True)):
+        A = agreement(rs.scores, absolute=absolute)
+        for i, a in enumerate(methods):
+            for b in methods[i + 1:]:
+                row[f"{kind}__{a}__{b}"] = float(A.loc[a, b])
+    row["seconds_scores"] = t_scores
+    row["seconds"] = time.perf_counter() - t0
+    row["cpu_seconds"] = time.process_time() - c0
+    return row
+
+
+@functools.lru_cache(maxsize=4)
+def _load(model_path: str):
+    from ..checkpoint import load
+
+    return load(model_path)
+
+
+def _run_chunk(model_path: str, settings: dict[str, Any], items: list[dict[str, Any]]
+               ) -> list[dict[str, Any]]:
+    """Worker: the rows of a chunk of reviews, one torch and one BLAS thread."""
+    pre = _load(model_path)
+    rows = []
+    with single_threaded():
+        for item in items:
+            row = faithfulness_row(pre, item["text"], test_index=item["test_index"],
+                                   methods=settings["methods"],
+                                   perturbations=settings["perturbations"],
+                                   selections=settings["selections"],
+                                   num_samples=settings["num_samples"],
+                                   kernel_width=settings["kernel_width"],
+                                   backend=settings["backend"], target=settings["target"])
+            rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
+                                              "rating")} | row)
+    return rows
+
+
+# ---------------------------------------------------------------- the study
+def _names(values: str | Iterable[str] | None, name: str, options: Sequence[str],
+           default: Sequence[str]) -> list[str]:
+    if values is None:
+        return list(default)
+    if isinstance(values, str):
+        values = [v.strip() for v in values.split(",") if v.strip()]
+    out = list(dict.fromkeys(values))
+    bad = [v for v in out if v not in options]
+    if bad or not out:
+        raise ValueError(f"{name}: unknown {bad or 'empty list'}; choose among {list(options)}")
+    return out
+
+
+def _target(target: int | str, n_classes: int) -> int | str:
+    if isinstance(target, str):
+        if target == "predicted":
+            return target
+        if target.strip().isdigit():
+            target = int(target)
+        else:
+            raise ValueError(f"target must be a class index or 'predicted', got {target!r}")
+    return validate.target(target, n_classes)
+
+
+class FaithfulnessStudy(Study):
+    """The faithfulness study on the first ``reviews`` reviews of :func:`review_order` (module
+    docstring). Every argument is validated here, before anything is written."""
+
+    key_columns = ("test_index",)
+    name = "faithfulness"
+
+    def __init__(self, *, profile: str = "paper", reviews: int = 1000,
+                 methods: str | Iterable[str] | None = None,
+                 perturbations: str | Iterable[str] | None = None,
+                 selections: str | Iterable[str] | None = None, num_samples: int = 5000,
+                 kernel_width: float = 25.0, backend: str = "auto", chunk: int = 10,
+                 archive: str | None = None, target: int | str = 1):
+        from ..checkpoint import pretrained
+        from ..data import load_imdb
+        from ..faithfulness import BACKENDS
+
+        self.reviews = validate.positive_int(reviews, "reviews")
+        self.methods = _names(methods, "methods", ALL_METHODS, ALL_METHODS)
+        self.perturbations = _names(perturbations, "perturbations", PERTURBATIONS, PERTURBATIONS)
+        self.selections = _names(selections, "selections", SELECTIONS, DEFAULT_SELECTIONS)
+        self.num_samples = validate.num_samples(num_samples)
+        self.kernel_width = validate.kernel_width(kernel_width)
+        self.backend = validate.choice(backend, "backend", BACKENDS)
+        self.chunk = validate.positive_int(chunk, "chunk")
+        self.pre = pretrained(profile, archive=archive, train_if_missing=False)
+        if self.pre.path is None:
+            raise ValueError("the model has no checkpoint folder")
+        self.target = _target(target, self.pre.model.n_classes)
+        self.data = load_imdb(archive)
+        if self.reviews > len(self.data.test):
+            raise ValueError(f"reviews={self.reviews} but the test set has "
+                             f"{len(self.data.test)} reviews")
+
+    def settings(self) -> dict[str, Any]:
+        return {"profile": self.pre.config["train"]["profile"], "model": self.pre.path.name,
+                "target": self.target,
+                "p": "softmax probability of " + ("the predicted class" if self.target ==
+                                                  "predicted" else f"class {self.target}"),
+                "methods": self.methods, "perturbations": self.perturbations,
+                "selections": self.selections, "quantiles": list(QUANTILES),
+                "curve_fractions": CURVE_FRACTIONS.tolist(),
+                "ties": "stable sort: earlier position first",
+                "words_to_positions": "every occurrence gets its word's coefficient",
+                "num_samples": self.num_samples, "kernel_width": self.kernel_width,
+                "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index, "
+                        "logit = the explained class",
+                "limit": "theory.lime_limit(pre, text, bow=True), default settings",
+                "random": "numpy default_rng(test_index).standard_normal(n)",
+                "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
+                "backend": self.backend}
+
+    def _text(self, idx: int) -> str:
+        from ..text import normalize_for_lime
+
+        return normalize_for_lime(self.data.test[idx].text, self.pre.model.max_len - 1)
+
+    def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
+        order = review_order(len(self.data.test))
+        items = []
+        for rank in range(self.reviews):
+            idx = int(order[rank])
+            if (idx,) in done:
+                continue
+            r = self.data.test[idx]
+            items.append({"rank": rank, "test_index": idx, "review_id": r.id, "label": r.label,
+                          "rating": r.rating, "text": self._text(idx)})
+        return chunked(items, self.chunk)
+
+    def task(self):
+        return functools.partial(_run_chunk, str(self.pre.path), self.settings())
+
+
+def run_faithfulness(out: Any, *, profile: str = "paper", reviews: int = 1000,
+                     methods: str | Iterable[str] | None = None,
+                     perturbations: str | Iterable[str] | None = None,
+                     selections: str | Iterable[str] | None = None, num_samples: int = 5000,
+                     kernel_width: float = 25.0, backend: str = "auto", jobs: int = 1,
+                     scheduler: str | None = None, chunk: int = 10, archive: str | None = None,
+                     progress: bool = True, target: int | str = 1) -> RunReport:
+    """Run (or resume) the faithfulness study into the folder ``out`` (module docstring)."""
+    study = FaithfulnessStudy(profile=profile, reviews=reviews, methods=methods,
+                              perturbations=perturbations, selections=selections,
+                              num_samples=num_samples, kernel_width=kernel_width,
+                              backend=backend, chunk=chunk, archive=archive, target=target)
+    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress)
+
+
+# ---------------------------------------------------------------- reading the results
+def bootstrap_means(X: np.ndarray, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Means of the columns of ``X`` (n reviews, c quantities) and their percentile bootstrap
+    interval over reviews: ``n_boot`` resamples of the n reviews with replacement, the same
+    resamples for every column (so differences between columns are paired). NaN entries (e.g. a
+    tau of a constant explanation) are left out of their column's means."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[:, None]
+    n = X.shape[0]
+    if n == 0:
+        nan = np.full(X.shape[1], np.nan)
+        return nan, nan, nan
+    n_boot = validate.positive_int(n_boot, "n_boot")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    rng = np.random.default_rng(seed)
+    W = np.zeros((n_boot, n))
+    idx = rng.integers(0, n, size=(n_boot, n))
+    np.add.at(W, (np.repeat(np.arange(n_boot), n), idx.reshape(-1)), 1.0)
+    ok = np.isfinite(X)
+    X0 = np.where(ok, X, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = (W @ X0) / (W @ ok)
+        mean = X0.sum(0) / ok.sum(0)
+    a = (1 - level) / 2
+    lo, hi = np.nanquantile(means, [a, 1 - a], axis=0)
+    return mean, lo, hi
+
+
+def _group_masks(df) -> dict[str, np.ndarray]:
+    pred = df["predicted"].to_numpy()
+    return {"all": np.ones(len(df), bool), "predicted positive": pred == 1,
+            "predicted negative": pred == 0}
+
+
+def _settings_of(df, methods, perturbations, selections):
+    methods = methods or [c[len("scores__"):] for c in df.columns if c.startswith("scores__")]
+    if not methods:
+        methods = sorted({c.split("__")[0] for c in df.columns if c.endswith("__tau_loo")})
+    perturbations = perturbations or [p for p in PERTURBATIONS
+                                      if any(c.endswith(f"__{p}__tau_loo") for c in df.columns)]
+    selections = selections or [s for s in SELECTIONS if any(
+        f"__{s}__comprehensiveness" in c for c in df.columns)]
+    return list(methods), list(perturbations), list(selections)
+
+
+def summarize(df, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
+              methods: Sequence[str] | None = None, perturbations: Sequence[str] | None = None,
+              selections: Sequence[str] | None = None):
+    """The book's table: per group of reviews (:data:`GROUPS`), method, perturbation, selection
+    and metric (:data:`SUMMARY_METRICS` and ``tau_loo``, the latter with selection ``"-"``), the
+    number of reviews, the mean and its percentile bootstrap interval (:func:`bootstrap_means`)."""
+    import pandas as pd
+
+    methods, perts, sels = _settings_of(df, methods, perturbations, selections)
+    keys, cols = [], []
+    for m in methods:
+        for p in perts:
+            for s in sels:
+                for metric in SUMMARY_METRICS:
+                    keys.append((m, p, s, metric))
+                    cols.append(metric_column(m, p, metric, s))
+            keys.append((m, p, "-", "tau_loo"))
+            cols.append(metric_column(m, p, "tau_loo"))
+    X = df[cols].to_numpy(dtype=np.float64)
+    rows = []
+    for g, mask in _group_masks(df).items():
+        mean, lo, hi = bootstrap_means(X[mask], n_boot=n_boot, seed=seed, level=level)
+        count = np.isfinite(X[mask]).sum(0)
+        for (m, p, s, metric), c, mu, a, b in zip(keys, count, mean, lo, hi):
+            rows.append({"group": g, "method": m, "perturbation": p, "selection": s,
+                         "metric": metric, "n": int(c), "mean": mu, "ci_low": a, "ci_high": b})
+    return pd.DataFrame(rows)
+
+
+def curve_summary(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                  methods: Sequence[str] | None = None):
+    """Mean deletion and insertion curves over reviews, per group, method, perturbation and
+    selection, with bootstrap intervals: one row per fraction."""
+    import pandas as pd
+
+    methods, perts, sels = _settings_of(df, methods, None, None)
+    rows = []
+    groups = _group_masks(df)
+    for m in methods:
+        for p in perts:
+            for s in sels:
+                for kind in ("deletion", "insertion"):
+                    C = np.stack([np.asarray(v, float) for v in df[f"{m}__{p}__{s}__{kind}_curve"]])
+                    for g, mask in groups.items():
+                        mean, lo, hi = bootstrap_means(C[mask], n_boot=n_boot, seed=seed,
+                                                       level=level)
+                        for f, mu, a, b in zip(CURVE_FRACTIONS, mean, lo, hi):
+                            rows.append({"group": g, "method": m, "perturbation": p,
+                                         "selection": s, "curve": kind, "fraction": float(f),
+                                         "mean": mu, "ci_low": a, "ci_high": b})
+    return pd.DataFrame(rows)
+
+
+def agreement_summary(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                      methods: Sequence[str] | None = None):
+    """Mean pairwise Kendall tau-b between methods over reviews (signed scores and absolute
+    values), per group, with bootstrap intervals: one row per (group, kind, a, b), both orders
+    and the diagonal (1) included so that it pivots into a full matrix."""
+    import pandas as pd
+
+    methods, _, _ = _settings_of(df, methods, None, None)
+    rows = []
+    for kind in ("agree", "agree_abs"):
+        pairs = [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]]
+        X = df[[f"{kind}__{a}__{b}" for a, b in pairs]].to_numpy(dtype=np.float64)
+        for g, mask in _group_masks(df).items():
+            mean, lo, hi = bootstrap_means(X[mask], n_boot=n_boot, seed=seed, level=level)
+            label = "signed" if kind == "agree" else "absolute"
+            for (a, b), mu, x, y in zip(pairs, mean, lo, hi):
+                for u, v in ((a, b), (b, a)):
+                    rows.append({"group": g, "scores": label, "a": u, "b": v, "mean": mu,
+                                 "ci_low": x, "ci_high": y})
+            for a in methods:
+                rows.append({"group": g, "scores": label, "a": a, "b": a, "mean": 1.0,
+                             "ci_low": 1.0, "ci_high": 1.0})
+    return pd.DataFrame(rows)

@@ -1,0 +1,468 @@
+"""Faithfulness metrics (attnxai.faithfulness) against a literal port of ferret's code, the two
+model backends against each other, the provable properties of chapter 7, and the corpus study."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import make_tiny, tiny_text
+from scipy.stats import kendalltau
+
+from attnxai import explainers, fastlime
+from attnxai import faithfulness as F
+from attnxai.experiment import faithfulness as XF
+from attnxai.experiment import load_results, review_order
+
+
+def _doc(pre, n=18, seed=1):
+    ids = pre.vocab.encode(tiny_text(n, seed=seed), pre.model.max_len)
+    return np.asarray(ids)
+
+
+def _probs(model, docs, target=1):
+    with torch.no_grad():
+        logits = model(model.collate(docs)).double()
+    return torch.softmax(logits, -1)[:, target].numpy()
+
+
+def ferret_port(model, ids, scores, *, remove_tokens=True, only_pos=True, target=1):
+    """ferret 0.5 (g8a9/ferret 22935f8, evaluators/faithfulness_measures.py and
+    utils_from_soft_to_discrete.py), transcribed for a model whose only special token is [CLS]:
+    rationales from np.argsort, sizes int(q * n), q = np.arange(0.1, 1.1, 0.1), a rationale equal
+    to the previous one skipped, comprehensiveness 0 / sufficiency 1 when none; tau-LOO with
+    deletion (ferret's 'remove' strategy)."""
+    cls, unk = int(ids[0]), model.unk_id
+    baseline = _probs(model, [list(ids)], target)[0]
+    input_ids = list(ids[1:])
+    comp_docs, suff_docs, last = [], [], None
+    for v in np.arange(0.1, 1.1, 0.1):
+        k = int(v * len(scores))
+        id_top = None
+        if 0 < k <= len(scores):
+            if only_pos:
+                id_top = [i for i in np.array(scores).argsort()[-k:][::-1] if scores[i] > 0]
+                if id_top == []:
+                    id_top = None
+            else:
+                id_top = np.array(scores).argsort()[-k:][::-1]
+        if id_top is not None and last is not None and set(id_top) == last:
+            id_top = None
+        if id_top is None:
+            continue
+        last = set(id_top)
+        sample = np.array(input_ids)
+        if remove_tokens:
+            comp = np.delete(sample, id_top)
+            suff = sample[np.sort(id_top)]
+        else:
+            comp = sample.copy()
+            comp[id_top] = unk
+            keep = np.zeros(sample.size, bool)
+            keep[id_top] = True
+            suff = np.where(keep, sample, unk)
+        comp_docs.append([cls] + comp.tolist())
+        suff_docs.append([cls] + suff.tolist())
+    comp = float(np.mean(baseline - _probs(model, comp_docs, target))) if comp_docs else 0.0
+    suff = float(np.mean(baseline - _probs(model, suff_docs, target))) if suff_docs else 1.0
+    loo_docs = [[cls] + input_ids[:i] + input_ids[i + 1:] for i in range(len(input_ids))]
+    loo = -(_probs(model, loo_docs, target) - baseline)
+    tau = kendalltau(loo, scores)[0]
+    return comp, suff, tau
+
+
+@pytest.mark.parametrize("padding", ["mask", "unk"])
+def test_metrics_equal_a_literal_port_of_ferret(padding):
+    pre = make_tiny(padding, seed=3)
+    ids = _doc(pre, 23, seed=4)
+    n = ids.size - 1
+    rng = np.random.default_rng(5)
+    scores = {"normal": rng.standard_normal(n), "mostly negative": rng.standard_normal(n) - 1.5,
+              "nonnegative": rng.random(n)}
+    res = F.evaluate(pre, ids, scores, selections=("positive", "signed"))
+    for name, s in scores.items():
+        for pert, remove in (("delete", True), ("replace", False)):
+            for sel, only_pos in (("positive", True), ("signed", False)):
+                comp, suff, tau = ferret_port(pre.model, ids, s, remove_tokens=remove,
+                                              only_pos=only_pos)
+                row = res.table.loc[(name, pert, sel)]
+                assert row["comprehensiveness"] == pytest.approx(comp, abs=1e-12)
+                assert row["sufficiency"] == pytest.approx(suff, abs=1e-12)
+                if pert == "delete":            # ferret's tau-LOO always deletes
+                    assert row["tau_loo"] == pytest.approx(tau, abs=1e-12)
+
+
+@pytest.mark.parametrize("padding", ["mask", "unk"])
+def test_fast_and_model_backends_agree_with_one_call_per_perturbation(padding, monkeypatch):
+    pre = make_tiny(padding, seed=2)
+    ids = _doc(pre, 30, seed=6)
+    rng = np.random.default_rng(0)
+    scores = {"a": rng.standard_normal(30), "b": rng.random(30), "c": rng.standard_normal(30)}
+    fast = F.evaluate(pre, ids, scores, backend="fast")
+    calls = []
+    forward = type(pre.model).forward
+
+    def counting(self, *a, **k):
+        calls.append(a[0].shape[0] if a else None)
+        return forward(self, *a, **k)
+
+    monkeypatch.setattr(type(pre.model), "forward", counting)
+    slow = F.evaluate(pre, ids, scores, backend="model", batch_size=10_000)
+    assert fast.backend == {"replace": "fast", "delete": "fast"}
+    assert slow.backend == {"replace": "model", "delete": "model"}
+    assert fast.calls == slow.calls == {"replace": 1, "delete": 1}
+    assert len(calls) == 2 and calls[0] == slow.documents["replace"]   # one batch each
+    pd.testing.assert_frame_equal(fast.table, slow.table, atol=1e-12, rtol=0)
+    for key, (d, i) in fast.curves.items():
+        np.testing.assert_allclose(d, slow.curves[key][0], atol=1e-12, rtol=0)
+        np.testing.assert_allclose(i, slow.curves[key][1], atol=1e-12, rtol=0)
+
+
+def test_cls_is_never_removed_and_curve_endpoints():
+    pre = make_tiny(seed=1)
+    ids = _doc(pre, 15)
+    n = ids.size - 1
+    s = np.random.default_rng(1).standard_normal(n)
+    res = F.evaluate(pre, ids, {"s": s}, selections=("abs", "positive"))
+    assert res.p["delete"] == pytest.approx(F.probability(pre, ids), abs=1e-12)
+    assert res.p_empty["delete"] == pytest.approx(F.probability(pre, ids[:1]), abs=1e-12)
+    all_unk = np.concatenate([ids[:1], np.full(n, pre.model.unk_id)])
+    assert res.p_empty["replace"] == pytest.approx(F.probability(pre, all_unk), abs=1e-12)
+    for pert in ("replace", "delete"):
+        d, i = res.curves[("s", pert, "abs")]
+        assert d[0] == pytest.approx(res.p[pert]) and d[-1] == pytest.approx(res.p_empty[pert])
+        assert i[0] == pytest.approx(res.p_empty[pert]) and i[-1] == pytest.approx(res.p[pert])
+        # the positive rule stops at the positive scores
+        d, i = res.curves[("s", pert, "positive")]
+        keep = np.ones(n, bool)
+        keep[s > 0] = False
+        P = F.Perturber(pre, ids, perturbation=pert)
+        assert d[-1] == pytest.approx(P(keep[None])[0], abs=1e-12)
+        assert i[-1] == pytest.approx(P(~keep[None])[0], abs=1e-12)
+    # leave-one-out drops are p(x) - p(x without t)
+    P = F.Perturber(pre, ids, perturbation="delete", backend="model")
+    np.testing.assert_allclose(res.loo["delete"], res.p["delete"] - P(~np.eye(n, dtype=bool)),
+                               atol=1e-12)
+
+
+def test_rankings_sizes_and_ties():
+    s = np.array([0.5, -1.0, 0.5, 0.0, 2.0])
+    assert F.ranking(s, "abs").tolist() == [4, 1, 0, 2, 3]
+    assert F.ranking(s, "positive").tolist() == [4, 0, 2]
+    assert F.ranking(s, "signed").tolist() == [4, 0, 2, 3, 1]
+    for n in (1, 3, 7, 10, 19, 255):
+        assert F.rationale_sizes(n).tolist() == [int(q * n) for q in np.arange(0.1, 1.1, 0.1)]
+    assert F.curve_sizes(20).tolist() == list(range(21))
+    assert F._aopc_sizes(3, 3) == [1, 2, 3]           # int(q*3) = 0,0,0,1,1,1,2,2,2,3
+    assert F._aopc_sizes(1, 10) == [1]                # one positive score: counted once
+    with pytest.raises(ValueError):
+        F.ranking(s, "largest")
+    with pytest.raises(ValueError):
+        F.curve_sizes(5, [0.5, 0.2])
+
+
+def test_tied_words_enter_rationales_in_reading_order():
+    pre = make_tiny(seed=0)
+    ids = _doc(pre, 12)
+    n = ids.size - 1
+    s = np.zeros(n)
+    s[[2, 5, 9]] = 1.0                                # one word at three positions (LIME-like)
+    keep = np.ones(n, bool)
+    keep[[2, 5]] = False                              # the first two occurrences
+    P = F.Perturber(pre, ids, perturbation="delete")
+    fr = np.array([0.0, 2 / n, 1.0])
+    x, d = F.deletion_curve(pre, ids, s, fractions=fr)
+    assert d[1] == pytest.approx(P(keep[None])[0], abs=1e-12)
+
+
+def test_unsigned_scores_positive_rule_equals_abs_rule():
+    pre = make_tiny(seed=4)
+    ids = _doc(pre, 20, seed=2)
+    pos = explainers.position_scores(pre.model, torch.as_tensor(ids)[None])
+    scores = {m: pos[m][0, 1:].numpy() for m in ("alpha-avg", "alpha-max", "G-l1", "G-l2")}
+    res = F.evaluate(pre, ids, scores)
+    for m in scores:
+        for pert in F.PERTURBATIONS:
+            a, b = res.table.loc[(m, pert, "abs")], res.table.loc[(m, pert, "positive")]
+            pd.testing.assert_series_equal(a, b, check_names=False)
+
+
+def test_flipping_the_output_layer_negates_every_metric_of_attention():
+    pre = make_tiny(seed=5)
+    flipped = explainers.flip_output_layer(pre.model)
+    ids = _doc(pre, 25, seed=3)
+    T = torch.as_tensor(ids)[None]
+    pos, pos_f = (explainers.position_scores(m, T) for m in (pre.model, flipped))
+    np.testing.assert_allclose(pos["alpha-avg"], pos_f["alpha-avg"])          # unchanged
+    np.testing.assert_allclose(pos["GxI"], -pos_f["GxI"], atol=1e-12)         # negated
+    s = {m: pos[m][0, 1:].numpy() for m in pos}
+    s_f = {m: pos_f[m][0, 1:].numpy() for m in pos_f}
+    r, r_f = F.evaluate(pre.model, ids, s), F.evaluate(flipped, ids, s_f)
+    for pert in F.PERTURBATIONS:
+        assert r_f.p[pert] == pytest.approx(1 - r.p[pert], abs=1e-12)
+        for m in ("alpha-avg", "alpha-max", "G-l1", "G-l2"):
+            for sel in ("abs", "positive"):
+                a, b = r.table.loc[(m, pert, sel)], r_f.table.loc[(m, pert, sel)]
+                for metric in ("comprehensiveness", "sufficiency", "tau_loo"):
+                    assert b[metric] == pytest.approx(-a[metric], abs=1e-12)
+                d, i = r.curves[(m, pert, sel)]
+                d_f, i_f = r_f.curves[(m, pert, sel)]
+                np.testing.assert_allclose(d_f, 1 - d, atol=1e-12)
+        # a signed explainer under the |score| rule: same rationale, negated metric
+        a, b = r.table.loc[("GxI", pert, "abs")], r_f.table.loc[("GxI", pert, "abs")]
+        assert b["comprehensiveness"] == pytest.approx(-a["comprehensiveness"], abs=1e-12)
+        assert b["tau_loo"] == pytest.approx(a["tau_loo"], abs=1e-12)       # both flip
+
+
+def test_two_classes_the_other_class_negates_a_fixed_rationale():
+    """p_0 = 1 - p_1: for scores that do not depend on the class (attention), every metric
+    w.r.t. class 0 is minus the metric w.r.t. class 1 (chapter 7)."""
+    pre = make_tiny(seed=6)
+    ids = _doc(pre, 21, seed=5)
+    alpha = explainers.attention(pre.model, torch.as_tensor(ids)[None])[0, 1:].numpy()
+    r1 = F.evaluate(pre, ids, {"a": alpha}, target=1)
+    r0 = F.evaluate(pre, ids, {"a": alpha}, target=0)
+    for metric in ("comprehensiveness", "sufficiency", "tau_loo"):
+        np.testing.assert_allclose(r0.table[metric], -r1.table[metric], atol=1e-12)
+    for key in r1.curves:
+        np.testing.assert_allclose(r0.curves[key][0], 1 - r1.curves[key][0], atol=1e-12)
+
+
+def test_no_positive_score_gets_ferrets_values():
+    pre = make_tiny(seed=0)
+    ids = _doc(pre, 10)
+    res = F.evaluate(pre, ids, {"neg": -np.arange(1.0, 11.0)})
+    row = res.table.loc[("neg", "delete", "positive")]
+    assert (row["comprehensiveness"], row["sufficiency"], row["n_rationales"]) == (0.0, 1.0, 0)
+    assert F.comprehensiveness(pre, ids, -np.arange(1.0, 11.0)) == 0.0
+    assert F.sufficiency(pre, ids, -np.arange(1.0, 11.0)) == 1.0
+
+
+def test_single_metric_helpers_match_evaluate():
+    pre = make_tiny(seed=7)
+    ids = _doc(pre, 16, seed=8)
+    s = np.random.default_rng(3).standard_normal(16)
+    r = F.evaluate(pre, ids, {"s": s}, selections=F.SELECTIONS)
+    # (the batch differs, so the float64 sums may differ in the last bit)
+    assert F.comprehensiveness(pre, ids, s) == pytest.approx(r.value("s", "comprehensiveness"),
+                                                             abs=1e-14)
+    assert F.sufficiency(pre, ids, s, perturbation="replace", selection="abs") == pytest.approx(
+        r.value("s", "sufficiency", perturbation="replace", selection="abs"), abs=1e-14)
+    assert F.tau_loo(pre, ids, s) == pytest.approx(r.value("s", "tau_loo", selection="abs"),
+                                                   abs=1e-14)
+    x, d = F.deletion_curve(pre, ids, s)
+    np.testing.assert_array_equal(x, F.CURVE_FRACTIONS)
+    np.testing.assert_allclose(d, r.curves[("s", "delete", "positive")][0], atol=1e-14)
+    _, i = F.insertion_curve(pre, ids, s, selection="signed")
+    np.testing.assert_allclose(i, r.curves[("s", "delete", "signed")][1], atol=1e-14)
+    assert r.value("s", "deletion_auc") == pytest.approx(
+        np.trapezoid(r.curves[("s", "delete", "positive")][0], F.CURVE_FRACTIONS))
+
+
+def test_bad_inputs_are_refused():
+    pre = make_tiny()
+    ids = _doc(pre, 8)
+    good = np.ones(8)
+    with pytest.raises(ValueError, match="one entry per word position"):
+        F.evaluate(pre, ids, {"s": np.ones(9)})
+    with pytest.raises(ValueError, match="NaN"):
+        F.evaluate(pre, ids, {"s": np.r_[np.nan, np.ones(7)]})
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        F.evaluate(pre, ids, {})
+    with pytest.raises(ValueError, match="perturbation"):
+        F.evaluate(pre, ids, {"s": good}, perturbations=("mask",))
+    with pytest.raises(ValueError, match="selection"):
+        F.evaluate(pre, ids, {"s": good}, selections="top")
+    with pytest.raises(ValueError, match="backend"):
+        F.evaluate(pre, ids, {"s": good}, backend="gpu")
+    with pytest.raises(ValueError, match="CLS"):
+        F.evaluate(pre, ids[1:], {"s": good[1:]})
+    with pytest.raises(ValueError, match="no word after"):
+        F.evaluate(pre, ids[:1], {"s": np.ones(0)})
+    with pytest.raises(TypeError):
+        F.evaluate("model", ids, {"s": good})
+    with pytest.raises(ValueError, match="target class 2"):
+        F.evaluate(pre, ids, {"s": good}, target=2)
+    P = F.Perturber(pre, ids, perturbation="delete")
+    with pytest.raises(ValueError, match="bool"):
+        P(np.ones((2, 8)))
+
+
+def test_word_scores_map_to_every_occurrence():
+    out = F.word_to_positions(["a", "b", "a"], ["a", "b"], [0.5, -1.0])
+    np.testing.assert_array_equal(out, [0.5, -1.0, 0.5])
+    with pytest.raises(ValueError, match="no coefficient"):
+        F.word_to_positions(["a", "c"], ["a"], [1.0])
+
+
+def test_review_scores_on_a_tiny_model():
+    pre = make_tiny(seed=1)
+    text = tiny_text(25, seed=9)
+    rs = F.review_scores(pre, text, num_samples=300, lime_seed=4, random_seed=2)
+    n = len(text.split())
+    assert list(rs.scores) == list(F.ALL_METHODS) and rs.tokens == text.split()
+    assert all(v.shape == (n,) and np.all(np.isfinite(v)) for v in rs.scores.values())
+    res = fastlime.explain(pre, text, num_samples=300, random_state=4)
+    by_word = res.as_dict()
+    np.testing.assert_allclose(rs.scores["LIME"], [by_word[t] for t in rs.tokens])
+    np.testing.assert_array_equal(rs.scores["random"],
+                                  np.random.default_rng(2).standard_normal(n))
+    pos = explainers.position_scores(pre.model, torch.as_tensor(rs.ids)[None])
+    np.testing.assert_allclose(rs.scores["GxI"], pos["GxI"][0, 1:].numpy())
+    # alpha x s is the value part of GxI (chapter 4): GxI minus the key part
+    from attnxai.theory import gradient_terms
+
+    terms = gradient_terms(pre.model, torch.as_tensor(rs.ids)[None])
+    e = pre.model.embed(torch.as_tensor(rs.ids)[None])
+    value_part = (terms["value"] * e).sum(-1)[0, 1:].detach().numpy()
+    np.testing.assert_allclose(rs.scores["alpha x s"], value_part, atol=1e-12)
+    with pytest.raises(ValueError, match="unknown method"):
+        F.review_scores(pre, text, ["LIME", "SHAP"])
+
+
+def test_agreement_matrix():
+    s = {"a": np.array([1.0, 2, 3, 4]), "b": np.array([4.0, 3, 2, 1]), "c": np.ones(4),
+         "d": np.array([-4.0, -3, 2, 1])}
+    A = F.agreement(s)
+    assert A.loc["a", "b"] == pytest.approx(-1) and np.isnan(A.loc["a", "c"])
+    assert np.allclose(np.diag(A), 1) and A.equals(A.T)
+    assert F.agreement(s, absolute=True).loc["b", "d"] == pytest.approx(1)
+
+
+def test_bootstrap_means():
+    X = np.column_stack([np.full(50, 2.0), np.r_[np.arange(49.0), np.nan]])
+    mean, lo, hi = XF.bootstrap_means(X, n_boot=300, seed=1)
+    assert (mean[0], lo[0], hi[0]) == (2.0, 2.0, 2.0)
+    assert mean[1] == pytest.approx(24.0) and lo[1] < 24 < hi[1]
+    assert hi[1] - lo[1] == pytest.approx(2 * 1.96 * np.std(np.arange(49.0)) / 7, rel=0.25)
+    with pytest.raises(ValueError):
+        XF.bootstrap_means(X, level=1.5)
+
+
+@pytest.fixture(scope="module")
+def small_run(quick_model, tmp_path_factory):
+    out = tmp_path_factory.mktemp("faith") / "res"
+    report = XF.run_faithfulness(out, profile="quick", reviews=3, num_samples=200, chunk=2,
+                                 progress=False)
+    return out, report
+
+
+def test_study_rows_resume_and_summaries(small_run, quick_model, imdb):
+    out, report = small_run
+    assert (report.computed, report.skipped) == (3, 0)
+    df = load_results(out, keys=("test_index",), sort=("rank",))
+    assert df["test_index"].tolist() == review_order(len(imdb.test))[:3].tolist()
+    meta = json.loads((out / "_meta.json").read_text())
+    assert meta["p"] == "softmax probability of class 1" and meta["num_samples"] == 200
+    row = df.iloc[1]
+    text = __import__("attnxai").normalize_for_lime(imdb.test[int(row["test_index"])].text)
+    rs = F.review_scores(quick_model, text, lime_seed=1000 * int(row["test_index"]),
+                         random_seed=int(row["test_index"]), num_samples=200)
+    np.testing.assert_allclose(row["scores__LIME"], rs.scores["LIME"], rtol=1e-6, atol=1e-7)
+    r = F.evaluate(quick_model, rs.ids, rs.scores)
+    assert row[XF.metric_column("GxI", "replace", "comprehensiveness", "positive")] == \
+        pytest.approx(r.value("GxI", "comprehensiveness", perturbation="replace"), abs=1e-9)
+    assert row["agree__alpha-avg__GxI"] == pytest.approx(
+        F.agreement(rs.scores).loc["alpha-avg", "GxI"], abs=1e-9)
+    again = XF.run_faithfulness(out, profile="quick", reviews=4, num_samples=200, chunk=2,
+                                progress=False)
+    assert (again.computed, again.skipped) == (1, 3)
+    with pytest.raises(ValueError, match="num_samples: 200 there, 300 now"):
+        XF.run_faithfulness(out, profile="quick", reviews=4, num_samples=300, progress=False)
+    df = load_results(out, keys=("test_index",), sort=("rank",))
+    table = XF.summarize(df, n_boot=100)
+    assert set(table["group"]) == set(XF.GROUPS)
+    n_methods, n_metrics = len(F.ALL_METHODS), len(XF.SUMMARY_METRICS)
+    assert len(table) == 3 * n_methods * 2 * (2 * n_metrics + 1)
+    sel = table[(table.group == "all") & (table.method == "LIME") & (table.metric == "tau_loo")
+                & (table.perturbation == "delete")]
+    assert sel["mean"].item() == pytest.approx(df["LIME__delete__tau_loo"].mean())
+    curves = XF.curve_summary(df, n_boot=50)
+    assert len(curves) == 3 * n_methods * 2 * 2 * 2 * len(F.CURVE_FRACTIONS)
+    agree = XF.agreement_summary(df, n_boot=50)
+    m = agree[(agree.group == "all") & (agree.scores == "signed")].pivot(
+        index="a", columns="b", values="mean")
+    assert m.shape == (n_methods, n_methods) and np.allclose(m.values, m.values.T, equal_nan=True)
+
+
+def test_study_explaining_the_predicted_class(quick_model, tmp_path):
+    out = tmp_path / "pred"
+    XF.run_faithfulness(out, profile="quick", reviews=3, num_samples=100, target="predicted",
+                        methods="alpha-avg,GxI", progress=False)
+    df = load_results(out, keys=("test_index",), sort=("rank",))
+    assert (df["target"] == df["predicted"]).all()
+    np.testing.assert_allclose(df["p"], np.where(df["target"] == 1, df["p1"], 1 - df["p1"]))
+    assert json.loads((out / "_meta.json").read_text())["target"] == "predicted"
+
+
+def test_study_refuses_bad_arguments(quick_model, tmp_path):
+    for bad in (dict(reviews=0), dict(methods="alpha-avg,SHAP"), dict(perturbations="mask"),
+                dict(selections="top"), dict(backend="gpu"), dict(num_samples=1),
+                dict(target=2), dict(target="largest")):
+        with pytest.raises((ValueError, TypeError)):
+            XF.run_faithfulness(tmp_path / "x", profile="quick", progress=False,
+                                **{"reviews": 1, **bad})
+        assert not (tmp_path / "x").exists()
+
+
+def test_perturber_model_backend_for_any_classifier():
+    """A model the projections do not describe takes the model backend (auto) and is refused by
+    backend='fast'."""
+    pre = make_tiny(seed=2)
+
+    class Wrapped(type(pre.model)):
+        pass
+
+    m = Wrapped(len(pre.vocab), d_embed=8, d_attn=4, d_value=5, n_heads=3, max_len=40).double()
+    m.load_state_dict(pre.model.state_dict())
+    ids = _doc(pre, 10)
+    # a subclass is still an AttentionClassifier: the fast path applies and agrees
+    assert F.Perturber(m, ids, perturbation="delete").backend_used == "fast"
+    from attnxai.interface import ClassifierBase
+
+    class Other(ClassifierBase):
+        def __init__(self, inner):
+            super().__init__(inner.vocab_size, inner.d_embed, inner.max_len, inner.n_classes)
+            self.inner = inner
+
+        def forward_embeddings(self, e, mask=None, *, per_head=False):
+            return self.inner.forward_embeddings(e, mask, per_head=per_head)
+
+        def cls_attention(self, e, mask):
+            return self.inner.cls_attention(e, mask)
+
+    other = Other(pre.model).double()
+    with torch.no_grad():
+        other.W_e.copy_(pre.model.W_e)
+    P = F.Perturber(other, ids, perturbation="replace")
+    assert P.backend_used == "model"
+    with pytest.raises(ValueError, match="backend='fast' is not possible"):
+        F.Perturber(other, ids, perturbation="replace", backend="fast")
+    keep = np.random.default_rng(0).random((7, 10)) > 0.4
+    np.testing.assert_allclose(P(keep), F.Perturber(pre, ids, perturbation="replace")(keep),
+                               atol=1e-12)
+    assert math.isfinite(F.probability(other, ids))
+
+
+def test_cli_faithfulness_records_the_run(quick_model, tmp_path, capsys):
+    from attnxai.cli import main as cli_main
+
+    out = tmp_path / "cli"
+    code = cli_main(["faithfulness", "--profile", "quick", "--reviews", "2", "--num-samples",
+                     "100", "--methods", "alpha-avg,LIME,random", "--selections", "positive",
+                     "--out", str(out), "--jobs", "2", "--chunk", "1", "--no-progress"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "2 reviews computed" in text and "alpha-avg" in text
+    runs = json.loads((out / "_runs.json").read_text())
+    assert len(runs) == 1 and runs[0]["computed"] == 2 and "commit" in runs[0]
+    df = load_results(out, keys=("test_index",), sort=("rank",))
+    assert "LIME__replace__positive__comprehensiveness" in df and \
+        "LIME__replace__abs__comprehensiveness" not in df
+    assert cli_main(["faithfulness", "--profile", "quick", "--reviews", "1", "--out",
+                     str(tmp_path / "bad"), "--methods", "SHAP", "--no-progress"]) == 2
+    assert "unknown ['SHAP']" in capsys.readouterr().err
