@@ -88,6 +88,7 @@ def _config_inited(app, config):
     url = config.html_theme_options.get("repository_url", "")
     subs = dict(config.myst_substitutions or {})
     subs.setdefault("repository_url", url)
+    subs.setdefault("repository", f"[{url.removeprefix('https://github.com/')}]({url})")
     config.myst_substitutions = subs
     if edition() == "student":
         config.hide_solutions = True

@@ -30,9 +30,33 @@
     if (prev && prev.classList.contains("attnxai-scroll-hint")) prev.remove();
   }
 
+  // On a narrow screen a figure keeps at least 3/4 of its drawn size (labels stay readable)
+  // and scrolls sideways instead of shrinking to the column.
+  function sizeFigures(art) {
+    var col = art.clientWidth;
+    art.querySelectorAll(".cell_output img").forEach(function (img) {
+      // the drawn size: the width the notebook gave (retina: half the pixels), else the pixels
+      if (!img.dataset.attnxaiWidth) {
+        var w0 = parseFloat(img.style.width) || parseFloat(img.getAttribute("width")) || img.naturalWidth;
+        if (!w0) return;
+        img.dataset.attnxaiWidth = w0;
+        img.dataset.attnxaiStyle = img.getAttribute("style") || "";
+      }
+      var w = parseFloat(img.dataset.attnxaiWidth);
+      if (0.75 * w > col) {
+        img.style.maxWidth = "none";
+        img.style.height = "auto";
+        img.style.width = Math.ceil(Math.max(col, 0.75 * w)) + "px";
+      } else {
+        img.setAttribute("style", img.dataset.attnxaiStyle);
+      }
+    });
+  }
+
   function fix() {
     var art = article();
     if (!art) return;
+    sizeFigures(art);
     var right = art.getBoundingClientRect().right + 1;
     // containers that no longer overflow lose their hint (e.g. after a resize)
     art.querySelectorAll(".attnxai-scrolls").forEach(function (box) {
