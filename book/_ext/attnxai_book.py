@@ -5,7 +5,7 @@
   it, so a fork's deploy workflow publishes a site whose buttons point to the fork.
 * **Editions.** ``ATTNXAI_EDITION=student`` builds the site without solutions (sphinx-exercise's
   ``hide_solutions``) and strips them from the downloadable ``_sources`` too; it reuses the
-  instructor build's execution cache (``_build/.jupyter_cache``), so nothing runs twice.
+  execution cache of the instructor build of the same profile, so nothing runs twice.
 * **Footer** (``html.extra_footer`` of _config.yml): ``{licence}`` and ``{repository}`` become the
   licence page (relative to each page) and the repository URL.
 * **Bibliography style** ``attnxai``: author-year labels, sorted by author and year, with DOI,
@@ -92,8 +92,12 @@ def _config_inited(app, config):
     config.myst_substitutions = subs
     if edition() == "student":
         config.hide_solutions = True
-        # Reuse the instructor build's executed notebooks (same code cells, same outputs).
-        config.nb_execution_cache_path = str(ROOT / "_build" / ".jupyter_cache")
+        # Reuse the executed notebooks of the instructor build of the same profile (`make book`
+        # for paper, the test build for quick): jupyter-cache keys on the code cells only, so
+        # the two profiles must never share a cache.
+        quick = os.environ.get("ATTNXAI_PROFILE", "paper") == "quick"
+        build = ROOT / "_build" / "test" / "_build" if quick else ROOT / "_build"
+        config.nb_execution_cache_path = str(build / ".jupyter_cache")
     # The MathJax macros, for LaTeX.
     macros = (config.mathjax3_config or {}).get("tex", {}).get("macros", {})
     lines = []
