@@ -58,3 +58,53 @@ def test_student_site_has_no_solutions(quick_model):
     for src in (html / "_sources").rglob("*"):
         if src.suffix in (".md", ".ipynb"):
             assert "{solution" not in src.read_text(), src
+
+
+def _extension():
+    import importlib.util
+
+    from booksite import ROOT
+
+    spec = importlib.util.spec_from_file_location("attnxai_book_ext",
+                                                  ROOT / "book" / "_ext" / "attnxai_book.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_repository_comes_from_the_environment(monkeypatch):
+    ext = _extension()
+    monkeypatch.delenv("ATTNXAI_REPOSITORY", raising=False)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    assert ext.repository_override() is None
+    monkeypatch.setenv("GITHUB_REPOSITORY", "someone/fork-of-the-book")
+    assert ext.repository_override() == "https://github.com/someone/fork-of-the-book"
+    monkeypatch.setenv("ATTNXAI_REPOSITORY", "me/mine")
+    assert ext.repository_override() == "https://github.com/me/mine"
+    monkeypatch.setenv("ATTNXAI_REPOSITORY", "not a repository")
+    with pytest.raises(ValueError):
+        ext.repository_override()
+
+
+def test_source_maps_are_dropped(tmp_path):
+    ext = _extension()
+    (tmp_path / "a.js").write_text("var a = 1;\n//# sourceMappingURL=a.js.map\n")
+    (tmp_path / "a.js.map").write_text("{}")
+    (tmp_path / "b.css").write_text("a{}\n/*# sourceMappingURL=b.css.map */")
+    ext._drop_source_maps(tmp_path)
+    assert not list(tmp_path.glob("*.map"))
+    assert "sourceMappingURL" not in (tmp_path / "a.js").read_text() + (tmp_path / "b.css").read_text()
+
+
+def test_bibliography_labels_are_author_year():
+    from pybtex.database import parse_file
+
+    from booksite import ROOT
+
+    ext = _extension()
+    bib = parse_file(str(ROOT / "book" / "references.bib"))
+    labels = dict(zip(bib.entries, ext.AuthorYearLabels().format_labels(bib.entries.values())))
+    assert labels["lopardo2024attention"] == "Lopardo et al., 2024"
+    assert labels["jain2019attention"] == "Jain and Wallace, 2019"
+    for key, entry in bib.entries.items():     # every entry links somewhere
+        assert {"doi", "eprint", "url"} & set(entry.fields), key

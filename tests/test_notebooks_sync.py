@@ -127,3 +127,19 @@ def test_cli_notebooks_check_and_student(tmp_path):
     written = sorted(p.stem for p in tmp_path.glob("*.ipynb"))
     assert written == [p.stem for p in CHAPTERS]
     assert main(["notebooks", "--root", str(ROOT), "--student"]) == 2   # needs --out
+
+
+def test_binder_installs_the_package_and_opens_md_as_notebooks():
+    import yaml
+
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "-e ." in pip and any(p.startswith("jupytext") for p in pip)
+    post = ROOT / "postBuild"
+    assert post.is_file() and os.access(post, os.X_OK)
+    body = post.read_text()
+    settings = json.loads(body.split("<<'JSON'\n", 1)[1].split("\nJSON\n", 1)[0])
+    viewers = settings["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
+    assert viewers["markdown"] == "Jupytext Notebook"
+    # repo2docker ignores the root's files when one of these folders exists
+    assert not (ROOT / "binder").exists() and not (ROOT / ".binder").exists()
