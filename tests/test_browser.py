@@ -127,8 +127,11 @@ def browser():
     if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
         pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium (see .ci/run), or set "
                     "ATTNXAI_CHROMIUM")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: pip install -e '.[test]'")
+    with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         yield b
         b.close()

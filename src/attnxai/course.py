@@ -118,9 +118,28 @@ def strip_solutions_notebook(nb: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- notebooks
-def chapter_notebook(md: str | os.PathLike, *, student: bool = False) -> dict[str, Any]:
+def macros_markdown(root: str | os.PathLike = ".") -> str:
+    """A Markdown cell defining the book's MathJax macros (_config.yml), so that Jupyter and
+    Colab typeset ``$\\Wk$`` and the like as the site does."""
+    import yaml
+
+    config = yaml.safe_load(Path(root, "_config.yml").read_text())
+    macros = config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
+    lines = []
+    for name, body in macros.items():
+        if isinstance(body, list):
+            lines.append(f"\\newcommand{{\\{name}}}[{body[1]}]{{{body[0]}}}")
+        else:
+            lines.append(f"\\newcommand{{\\{name}}}{{{body}}}")
+    return ("*The book's notation for Jupyter and Colab (this cell only defines maths macros).*\n"
+            "$$\n" + "\n".join(lines) + "\n$$")
+
+
+def chapter_notebook(md: str | os.PathLike, *, student: bool = False,
+                     macros: str | None = None) -> dict[str, Any]:
     """The chapter ``md`` (jupytext MyST) as nbformat-4 JSON without outputs, with stable cell
-    ids and only the metadata a notebook needs (kernel, language, and each cell's tags)."""
+    ids and only the metadata a notebook needs (kernel, language, and each cell's tags).
+    ``macros`` (see :func:`macros_markdown`) becomes a Markdown cell after the title cell."""
     import jupytext
 
     nb = jupytext.read(md, fmt="md:myst")
@@ -132,6 +151,9 @@ def chapter_notebook(md: str | os.PathLike, *, student: bool = False) -> dict[st
         if cell.cell_type == "code":
             c.update(execution_count=None, outputs=[])
         cells.append(c)
+    if macros is not None:
+        cells.insert(1, {"cell_type": "markdown", "id": "book-macros", "metadata": {},
+                         "source": macros.splitlines(keepends=True)})
     out = {"cells": cells,
            "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                        "name": "python3"},
@@ -168,12 +190,12 @@ def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.Path
                     student: bool = False) -> list[Path]:
     """Write one ``.ipynb`` per chapter into ``out``; without ``out``, beside each chapter that
     has a launch cell (the notebooks Colab opens)."""
-    written = []
+    written, macros = [], macros_markdown(root)
     for md in (chapters(root) if out is not None else launched(root)):
         folder = Path(out) if out is not None else md.parent
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / (md.stem + ".ipynb")
-        text = dumps(chapter_notebook(md, student=student))
+        text = dumps(chapter_notebook(md, student=student, macros=macros))
         if not path.is_file() or path.read_text() != text:
             path.write_text(text)
         written.append(path)
@@ -183,13 +205,13 @@ def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.Path
 def stale_notebooks(root: str | os.PathLike = ".") -> list[str]:
     """Problems with the ``.ipynb`` beside the chapters: missing for a chapter with a launch cell,
     or different from what its ``.md`` gives."""
-    stale = []
+    stale, macros = [], macros_markdown(root)
     for md in chapters(root):
         path = md.with_suffix(".ipynb")
         if not path.is_file():
             if launch_cell_source(md.read_text()) is not None:
                 stale.append(f"{path}: missing")
-        elif path.read_text() != dumps(chapter_notebook(md)):
+        elif path.read_text() != dumps(chapter_notebook(md, macros=macros)):
             stale.append(f"{path}: differs from {md.name}")
     return stale
 
