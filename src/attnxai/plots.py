@@ -65,13 +65,14 @@ def token_html(tokens: Sequence[str], weights: Sequence[float], *, scale: float 
 
 def attention_heatmap(tokens: Sequence[str], alpha, *, ax=None, head_labels: Sequence[str] | None = None,
                       annotate: bool | None = None, cmap: str = "rocket_r", title: str | None = None,
-                      orientation: str = "vertical"):
+                      orientation: str = "horizontal"):
     """Figure 3: the [CLS] attention of every head on one review.
 
     ``alpha`` is (K, T) (e.g. ``explainers.attention(model, ids, "none")[0]``), ``tokens`` its T
     tokens. Rows for alpha-avg and alpha-max can be appended by the caller. ``orientation``:
-    "vertical" (default) puts the tokens down the page, one per row, so that a long review stays
-    readable on a narrow screen; "horizontal" is the paper's layout (heads as rows). ``annotate``
+    "horizontal" (default) is the paper's layout (heads as rows, tokens as columns); "vertical"
+    puts the tokens down the page, one per row, so that a long review stays readable on a narrow
+    screen (the book uses it). ``annotate``
     writes the weights in the cells (default: when there are at most 40 tokens). Returns the axes.
     """
     a = np.asarray(alpha, dtype=float)
