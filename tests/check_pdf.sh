@@ -10,8 +10,8 @@ out=_build/pdfcheck
 start=$(date +%s)
 mkdir -p "$out/_build"
 # reuse the quick-profile test build's executed chapters when they are there
-if [ -d _build/test/_build/.jupyter_cache ] && [ ! -d "$out/_build/.jupyter_cache" ]; then
-  cp -a _build/test/_build/.jupyter_cache "$out/_build/"
+if [ -d _build/test/_build/.jupyter_cache-quick ] && [ ! -d "$out/_build/.jupyter_cache-quick" ]; then
+  cp -a _build/test/_build/.jupyter_cache-quick "$out/_build/"
 fi
 ATTNXAI_PROFILE=quick "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going \
   --path-output "$out" > "$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }

@@ -3,6 +3,8 @@
 * **Repository.** _config.yml's ``repository.url`` is the one place the book's repository is set;
   ``$ATTNXAI_REPOSITORY`` or, in GitHub Actions, ``$GITHUB_REPOSITORY`` (``owner/name``) replaces
   it, so a fork's deploy workflow publishes a site whose buttons point to the fork.
+* **Execution caches.** The quick profile's executed chapters go to ``.jupyter_cache-quick``,
+  never into the paper profile's ``.jupyter_cache`` (jupyter-cache does not know the profile).
 * **Editions.** ``ATTNXAI_EDITION=student`` builds the site without solutions (sphinx-exercise's
   ``hide_solutions``) and strips them from the downloadable ``_sources`` too; it reuses the
   execution cache of the instructor build of the same profile, so nothing runs twice.
@@ -90,14 +92,19 @@ def _config_inited(app, config):
     subs.setdefault("repository_url", url)
     subs.setdefault("repository", f"[{url.removeprefix('https://github.com/')}]({url})")
     config.myst_substitutions = subs
+    # jupyter-cache keys a notebook on its code cells only, so the paper and quick profiles
+    # (same code, different outputs) must never share a cache: the quick profile's is
+    # .jupyter_cache-quick beside the default one.
+    quick = os.environ.get("ATTNXAI_PROFILE", "paper") == "quick"
+    cache = ".jupyter_cache-quick" if quick else ".jupyter_cache"
     if edition() == "student":
         config.hide_solutions = True
         # Reuse the executed notebooks of the instructor build of the same profile (`make book`
-        # for paper, the test build for quick): jupyter-cache keys on the code cells only, so
-        # the two profiles must never share a cache.
-        quick = os.environ.get("ATTNXAI_PROFILE", "paper") == "quick"
+        # for paper, the test build for quick).
         build = ROOT / "_build" / "test" / "_build" if quick else ROOT / "_build"
-        config.nb_execution_cache_path = str(build / ".jupyter_cache")
+        config.nb_execution_cache_path = str(build / cache)
+    elif quick and not config.nb_execution_cache_path:
+        config.nb_execution_cache_path = str(Path(app.outdir).parent / cache)
     # The MathJax macros, for LaTeX.
     macros = (config.mathjax3_config or {}).get("tex", {}).get("macros", {})
     lines = []
