@@ -1,5 +1,8 @@
 # `make book`: everything from a fresh clone to the site in _build/html.
 # `make test`: the package's tests plus a build of the whole book on the quick model.
+# `make student`: the chapters as notebooks without solutions, and the site without solutions.
+# `make pdf`: the whole book as one PDF (needs TeX: see README.md).
+# `make notebooks`: rewrite the .ipynb beside the chapters (for Colab) from the .md.
 # The IMDb archive: $ATTNXAI_IMDB_ARCHIVE if set (a local copy), else downloaded and md5-checked.
 
 PYTHON ?= python3
@@ -9,7 +12,7 @@ STAMP  := $(VENV)/.installed-stamp
 export ATTNXAI_CACHE ?= $(CURDIR)/.cache
 export PYTHONHASHSEED := 0
 
-.PHONY: book test setup data model bench clean
+.PHONY: book test setup data model bench clean notebooks student pdf
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +32,19 @@ model: data
 book: model
 	$(BIN)/jupyter-book build . -W --keep-going
 	@echo "Open _build/html/index.html, or: $(BIN)/python -m http.server -d _build/html 8000"
+
+notebooks: setup
+	$(BIN)/python -m attnxai notebooks
+
+student: model
+	rm -rf _build/student
+	$(BIN)/python -m attnxai notebooks --student --out _build/student/notebooks
+	ATTNXAI_EDITION=student $(BIN)/jupyter-book build . -W --keep-going --path-output _build/student
+	@echo "Student notebooks: _build/student/notebooks; site without solutions: _build/student/_build/html"
+
+pdf: model
+	$(BIN)/jupyter-book build . --builder pdflatex -W --keep-going
+	@echo "PDF: _build/latex/attnxai-book.pdf"
 
 test: setup
 	$(BIN)/python -m pytest

@@ -1,32 +1,110 @@
-"""The whole book builds, warnings as errors, on the quick model (a broken chapter fails here)."""
+"""The whole book builds, warnings as errors, on the quick model (a broken chapter fails here).
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+The site is built once per session (tests/booksite.py); tests/test_browser.py then reads it in
+a real browser.
+"""
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from booksite import BuildFailed, build_site
 
 
 @pytest.mark.slow
 def test_book_builds_on_quick_profile(quick_model):
-    jb = Path(sys.executable).parent / "jupyter-book"
-    if not jb.exists():
-        pytest.fail("jupyter-book is not installed in this environment: pip install -e '.[book]'")
-    env = {**os.environ, "ATTNXAI_PROFILE": "quick"}
-    out = subprocess.run([str(jb), "build", str(ROOT), "-W", "--keep-going",
-                          "--path-output", str(ROOT / "_build" / "test")],
-                         capture_output=True, text=True, env=env, cwd=ROOT)
-    log = out.stdout + out.stderr
-    if out.returncode != 0:
-        reports = sorted((ROOT / "_build" / "test" / "_build" / "html" / "reports").glob("**/*.err.log"))
-        extra = "\n".join(p.read_text()[-4000:] for p in reports)
-        pytest.fail(f"jupyter-book build failed (exit {out.returncode}):\n{log[-8000:]}\n{extra}")
-    html = ROOT / "_build" / "test" / "_build" / "html"
-    for page in ("book/intro.html", "notebooks/01_model.html", "book/reproducibility.html"):
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    for page in ("book/intro.html", "notebooks/01_model.html", "book/reproducibility.html",
+                 "book/launch.html", "book/syllabus.html", "book/licence.html"):
         assert (html / page).is_file(), page
     chapter = (html / "notebooks" / "01_model.html").read_text()
     assert "text_latex" in chapter          # SymPy output rendered as LaTeX, not images
     assert "solution dropdown" in chapter   # exercises with dropdown solutions
+    assert not list(html.rglob("*.map")), "source maps are not shipped"
+    assert "sphinx-thebe" not in chapter and "binder-examples" not in chapter
+
+
+@pytest.mark.slow
+def test_student_site_has_no_solutions(quick_model):
+    """The student edition (`make student`'s site): every exercise, no solution, neither on the
+    pages nor in the downloadable sources; it reuses the test build's executed chapters."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from booksite import OUT, ROOT
+
+    try:
+        build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    out = ROOT / "_build" / "student-test"
+    jb = Path(sys.executable).parent / "jupyter-book"
+    env = {**os.environ, "ATTNXAI_PROFILE": "quick", "ATTNXAI_EDITION": "student"}
+    run = subprocess.run([str(jb), "build", str(ROOT), "-W", "--keep-going",
+                          "--path-output", str(out)], capture_output=True, text=True, env=env,
+                         cwd=ROOT)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
+    assert "Executing notebook" not in run.stdout, "the student build ran chapters again"
+    html = out / "_build" / "html"
+    teacher = OUT / "_build" / "html"
+    for page in sorted((html / "notebooks").glob("*.html")):
+        text = page.read_text()
+        assert 'class="solution' not in text, page.name
+        assert text.count('class="exercise') == \
+            (teacher / "notebooks" / page.name).read_text().count('class="exercise'), page.name
+    for src in (html / "_sources").rglob("*"):
+        if src.suffix in (".md", ".ipynb"):
+            assert "{solution" not in src.read_text(), src
+
+
+def _extension():
+    import importlib.util
+
+    from booksite import ROOT
+
+    spec = importlib.util.spec_from_file_location("attnxai_book_ext",
+                                                  ROOT / "book" / "_ext" / "attnxai_book.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_repository_comes_from_the_environment(monkeypatch):
+    ext = _extension()
+    monkeypatch.delenv("ATTNXAI_REPOSITORY", raising=False)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    assert ext.repository_override() is None
+    monkeypatch.setenv("GITHUB_REPOSITORY", "someone/fork-of-the-book")
+    assert ext.repository_override() == "https://github.com/someone/fork-of-the-book"
+    monkeypatch.setenv("ATTNXAI_REPOSITORY", "me/mine")
+    assert ext.repository_override() == "https://github.com/me/mine"
+    monkeypatch.setenv("ATTNXAI_REPOSITORY", "not a repository")
+    with pytest.raises(ValueError):
+        ext.repository_override()
+
+
+def test_source_maps_are_dropped(tmp_path):
+    ext = _extension()
+    (tmp_path / "a.js").write_text("var a = 1;\n//# sourceMappingURL=a.js.map\n")
+    (tmp_path / "a.js.map").write_text("{}")
+    (tmp_path / "b.css").write_text("a{}\n/*# sourceMappingURL=b.css.map */")
+    ext._drop_source_maps(tmp_path)
+    assert not list(tmp_path.glob("*.map"))
+    assert "sourceMappingURL" not in (tmp_path / "a.js").read_text() + (tmp_path / "b.css").read_text()
+
+
+def test_bibliography_labels_are_author_year():
+    from pybtex.database import parse_file
+
+    from booksite import ROOT
+
+    ext = _extension()
+    bib = parse_file(str(ROOT / "book" / "references.bib"))
+    labels = dict(zip(bib.entries, ext.AuthorYearLabels().format_labels(bib.entries.values())))
+    assert labels["lopardo2024attention"] == "Lopardo et al., 2024"
+    assert labels["jain2019attention"] == "Jain and Wallace, 2019"
+    for key, entry in bib.entries.items():     # every entry links somewhere
+        assert {"doi", "eprint", "url"} & set(entry.fields), key

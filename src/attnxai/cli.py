@@ -260,6 +260,44 @@ def _explain_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- notebooks
+def _notebooks_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", default=".", help="the repository (default: the current folder)")
+    p.add_argument("--out", default=None,
+                   help="folder for the notebooks (default: beside each chapter that has a "
+                        "launch cell, i.e. the .ipynb that Colab opens)")
+    p.add_argument("--student", action="store_true",
+                   help="student edition: no solutions (use with --out)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 if a .ipynb beside a chapter is missing or stale")
+    p.add_argument("--launch-cells", action="store_true",
+                   help="first make every chapter's first code cell the launch cell for "
+                        "_config.yml's repository (inserted or updated)")
+
+
+def _notebooks_run(args: argparse.Namespace) -> int:
+    from . import course
+
+    if args.student and args.out is None:
+        raise ValueError("--student needs --out (the .ipynb beside the chapters keep the "
+                         "solutions)")
+    if args.check:
+        stale = course.stale_notebooks(args.root)
+        for line in stale:
+            print(line)
+        if stale:
+            print("run `python -m attnxai notebooks` (or `make notebooks`) to update them")
+        return 1 if stale else 0
+    if args.launch_cells:
+        url = course.repository_url(args.root)
+        for md in course.chapters(args.root):
+            if course.set_launch_cell(md, url):
+                print(f"{md}: launch cell for {url}")
+    for path in course.write_notebooks(args.out, root=args.root, student=args.student):
+        print(path)
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
                           Callable[[argparse.Namespace], int], str]] = {
     "train": (_train_args, _train_run,
@@ -274,6 +312,9 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
                      "explainer on many test reviews; resumable, parallel"),
     "explain": (_explain_args, _explain_run,
                 "the seven explanations of Figure 1 for your own text (table, --html, --json)"),
+    "notebooks": (_notebooks_args, _notebooks_run,
+                  "write the chapters as Jupyter notebooks without outputs (for Colab, or a "
+                  "student edition without solutions with --student --out DIR)"),
 }
 
 

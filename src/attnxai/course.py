@@ -1,0 +1,260 @@
+"""Teaching with the book: the chapters' launch cell, notebooks for Colab, student editions.
+
+* :func:`start` is what the first cell of every chapter calls (after installing attnxai when it
+  is missing, e.g. on Colab): it picks the trained model the chapter will use and says which.
+  An explicit ``ATTNXAI_PROFILE`` wins; otherwise the paper's model if it is in the cache, else
+  the quick model (trained in about a minute), announced as such, so that a chapter launched on a
+  fresh machine runs in minutes instead of training for ten.
+* :func:`chapter_notebook` turns a chapter (jupytext MyST Markdown) into a Jupyter notebook without
+  outputs: the ``notebooks/*.ipynb`` that Colab and the download menu open
+  (``tests/test_notebooks_sync.py`` checks they match the ``.md``); ``student=True`` removes the
+  solutions (:func:`strip_solutions_md`). ``python -m attnxai notebooks`` writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from . import runconfig
+
+ENV_PROFILE = "ATTNXAI_PROFILE"
+
+# ---------------------------------------------------------------- the launch cell
+#: The first code cell of every chapter; ``{url}`` is _config.yml's repository URL.
+LAUNCH_CELL = '''\
+# Launch cell: installs attnxai if it is missing (Colab, a fresh Binder or laptop), then picks
+# the trained model (the paper's if it is cached, else the quick one). See "Launch and run".
+try:
+    import attnxai.course
+except ImportError:
+    %pip install --quiet "attnxai @ git+{url}"
+    import attnxai.course
+attnxai.course.start()'''
+LAUNCH_MARKER = "# Launch cell:"
+
+
+def start(*, verbose: bool = True) -> str:
+    """Choose the profile a chapter runs on, say which, and return it ("paper" or "quick").
+
+    ``ATTNXAI_PROFILE`` set: that profile. Unset: "paper" if the paper's model is already
+    trained (in ``attnxai.data.cache_dir()``), else "quick", which is then set in
+    ``os.environ`` so that every later ``attnxai.pretrained()`` and ``sized()`` of the session use
+    it. Nothing is trained here; the chapter's own ``attnxai.pretrained()`` trains the quick model
+    if needed (about a minute on two cores).
+    """
+    from . import __version__
+    from .checkpoint import pretrained
+    from .data import cache_dir
+
+    explicit = os.environ.get(ENV_PROFILE)
+    if explicit:
+        chosen = runconfig.profile()        # validates the value
+        why = f"{ENV_PROFILE}={chosen} is set"
+    else:
+        try:
+            pretrained("paper", train_if_missing=False, progress=False)
+            chosen, why = "paper", "the paper's model is trained and cached"
+        except FileNotFoundError:
+            chosen = "quick"
+            os.environ[ENV_PROFILE] = chosen
+            why = ("no trained paper model in this cache, so this session FALLS BACK TO THE QUICK "
+                   "MODEL (trained in about a minute, small samples): its numbers differ from the "
+                   "book's. For the paper's model run `python -m attnxai train --profile paper` "
+                   "(about 10 minutes on two cores), then restart the kernel")
+    if verbose:
+        print(f"attnxai {__version__}: profile {chosen!r} ({why}).\ncache: {cache_dir()}")
+    return chosen
+
+
+# ---------------------------------------------------------------- solutions
+_FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\s*\{solution(?P<gated>-start)?\}")
+_GATED_END = re.compile(r"^(?P<fence>`{3,}|:{3,})\s*\{solution-end\}")
+
+
+def strip_solutions_md(text: str) -> str:
+    """``text`` without its ``{solution}`` blocks (backtick or colon fences, any length).
+
+    sphinx-exercise's gated form (``{solution-start}`` ... ``{solution-end}``) is removed too.
+    """
+    out: list[str] = []
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        m = _FENCE_OPEN.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence = m.group("fence")
+        if m.group("gated"):                        # up to the closing fence of {solution-end}
+            while i < len(lines) and not _GATED_END.match(lines[i]):
+                i += 1
+            fence = _GATED_END.match(lines[i]).group("fence") if i < len(lines) else fence
+        i += 1
+        while i < len(lines) and lines[i].rstrip() != fence:
+            i += 1
+        i += 1                                      # the closing fence
+        while i < len(lines) and not lines[i].strip() and (not out or not out[-1].strip()):
+            i += 1                                  # one blank line is enough
+    return "".join(out)
+
+
+def strip_solutions_notebook(nb: dict[str, Any]) -> dict[str, Any]:
+    """A copy of notebook ``nb`` (nbformat JSON) without solutions; emptied cells are dropped."""
+    cells = []
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            src = strip_solutions_md(src)
+            if not src.strip():
+                continue
+            cell = {**cell, "source": src.splitlines(keepends=True)}
+        cells.append(cell)
+    return {**nb, "cells": cells}
+
+
+# ---------------------------------------------------------------- notebooks
+def macros_markdown(root: str | os.PathLike = ".") -> str:
+    """A Markdown cell defining the book's MathJax macros (_config.yml), so that Jupyter and
+    Colab typeset ``$\\Wk$`` and the like as the site does."""
+    import yaml
+
+    config = yaml.safe_load(Path(root, "_config.yml").read_text())
+    macros = config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
+    lines = []
+    for name, body in macros.items():
+        if isinstance(body, list):
+            lines.append(f"\\newcommand{{\\{name}}}[{body[1]}]{{{body[0]}}}")
+        else:
+            lines.append(f"\\newcommand{{\\{name}}}{{{body}}}")
+    return ("*The book's notation for Jupyter and Colab (this cell only defines maths macros).*\n"
+            "$$\n" + "\n".join(lines) + "\n$$")
+
+
+def chapter_notebook(md: str | os.PathLike, *, student: bool = False,
+                     macros: str | None = None) -> dict[str, Any]:
+    """The chapter ``md`` (jupytext MyST) as nbformat-4 JSON without outputs, with stable cell
+    ids and only the metadata a notebook needs (kernel, language, and each cell's tags).
+    ``macros`` (see :func:`macros_markdown`) becomes a Markdown cell after the title cell."""
+    import jupytext
+
+    nb = jupytext.read(md, fmt="md:myst")
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        meta = {k: v for k, v in cell.metadata.items() if k in ("tags", "mystnb")}
+        c: dict[str, Any] = {"cell_type": cell.cell_type, "id": f"cell-{i:03d}",
+                             "metadata": meta, "source": cell.source.splitlines(keepends=True)}
+        if cell.cell_type == "code":
+            c.update(execution_count=None, outputs=[])
+        cells.append(c)
+    if macros is not None:
+        cells.insert(1, {"cell_type": "markdown", "id": "book-macros", "metadata": {},
+                         "source": macros.splitlines(keepends=True)})
+    out = {"cells": cells,
+           "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                       "name": "python3"},
+                        "language_info": {"name": "python"}},
+           "nbformat": 4, "nbformat_minor": 5}
+    if student:
+        out = strip_solutions_notebook(out)
+        out["cells"].insert(0, {"cell_type": "markdown", "id": "student-edition", "metadata": {},
+                                "source": ["*Student edition: the exercises' solutions are "
+                                           "not in this notebook.*"]})
+    return out
+
+
+def dumps(nb: dict[str, Any]) -> str:
+    """The notebook as its file's text (the format Jupyter writes: indent 1, trailing newline)."""
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def chapters(root: str | os.PathLike = ".") -> list[Path]:
+    """The chapters: ``notebooks/*.md`` of the repository at ``root``, in order."""
+    files = sorted(Path(root, "notebooks").glob("*.md"))
+    if not files:
+        raise FileNotFoundError(f"no chapters in {Path(root, 'notebooks').resolve()}: run this "
+                                "from the repository's root or give --root")
+    return files
+
+
+def launched(root: str | os.PathLike = ".") -> list[Path]:
+    """The chapters whose first code cell is the launch cell (they get an ``.ipynb``)."""
+    return [md for md in chapters(root) if launch_cell_source(md.read_text()) is not None]
+
+
+def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.PathLike = ".",
+                    student: bool = False) -> list[Path]:
+    """Write one ``.ipynb`` per chapter into ``out``; without ``out``, beside each chapter that
+    has a launch cell (the notebooks Colab opens)."""
+    written, macros = [], macros_markdown(root)
+    for md in (chapters(root) if out is not None else launched(root)):
+        folder = Path(out) if out is not None else md.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / (md.stem + ".ipynb")
+        text = dumps(chapter_notebook(md, student=student, macros=macros))
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+        written.append(path)
+    return written
+
+
+def stale_notebooks(root: str | os.PathLike = ".") -> list[str]:
+    """Problems with the ``.ipynb`` beside the chapters: missing for a chapter with a launch cell,
+    or different from what its ``.md`` gives."""
+    stale, macros = [], macros_markdown(root)
+    for md in chapters(root):
+        path = md.with_suffix(".ipynb")
+        if not path.is_file():
+            if launch_cell_source(md.read_text()) is not None:
+                stale.append(f"{path}: missing")
+        elif path.read_text() != dumps(chapter_notebook(md, macros=macros)):
+            stale.append(f"{path}: differs from {md.name}")
+    return stale
+
+
+# ---------------------------------------------------------------- the launch cell in the chapters
+_CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?:(?::[^\n]*\n)+\n?)?(?P<body>.*?)^```[ \t]*\n",
+                        re.MULTILINE | re.DOTALL)
+
+
+def repository_url(root: str | os.PathLike = ".") -> str:
+    """_config.yml's ``repository.url`` (the one place the book's repository is set)."""
+    import yaml
+
+    config = yaml.safe_load(Path(root, "_config.yml").read_text())
+    return config["repository"]["url"].rstrip("/")
+
+
+def launch_cell_md(url: str) -> str:
+    """The launch cell as MyST Markdown (input hidden on the site, output shown)."""
+    return f"```{{code-cell}} ipython3\n:tags: [hide-input]\n\n{LAUNCH_CELL.format(url=url)}\n```\n"
+
+
+def launch_cell_source(md_text: str) -> str | None:
+    """The body of the chapter's first code cell if it is a launch cell, else None."""
+    m = _CODE_CELL.search(md_text)
+    if m is None or not m.group("body").startswith(LAUNCH_MARKER):
+        return None
+    return m.group("body").rstrip("\n")
+
+
+def set_launch_cell(md: str | os.PathLike, url: str) -> bool:
+    """Make the chapter's first code cell the launch cell for ``url`` (insert or update it);
+    True if the file changed."""
+    path = Path(md)
+    text = path.read_text()
+    m = _CODE_CELL.search(text)
+    if m is None:
+        raise ValueError(f"{path} has no code cell")
+    cell = launch_cell_md(url)
+    if m.group("body").startswith(LAUNCH_MARKER):
+        new = text[:m.start()] + cell + text[m.end():]
+    else:
+        new = text[:m.start()] + cell + "\n" + text[m.start():]
+    if new != text:
+        path.write_text(new)
+    return new != text

@@ -1,0 +1,407 @@
+"""The built site, read in a real browser (headless Chromium from the Debian packages, driven by
+Playwright; no browser is downloaded).
+
+Every page of the quick-profile site that tests/test_book.py builds (tests/booksite.py) is opened
+from a local HTTP server, on a desktop and on a phone-sized screen, and checked for what a reader
+would see: console errors, requests leaving the machine, raw TeX, images that do not load,
+content wider than its column without a scroll hint, theorem and exercise boxes, figures at 2x
+resolution with captions and alt text, launch and download links, broken internal links. Then the
+search page and a solution dropdown are used as a person would.
+
+``ATTNXAI_CHROMIUM`` overrides the browser (default /usr/bin/chromium; `.ci/run` installs the
+Debian package `chromium` when it is missing).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+import pytest
+import yaml
+
+from booksite import ROOT, BuildFailed, build_site
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = os.environ.get("ATTNXAI_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+#: A figure may be shown smaller than it was drawn (CSS px = its pixels / 2), but not by more
+#: than this: below it, labels drawn at 10 pt are no longer readable.
+MIN_FIGURE_SCALE = 0.74
+PRF_KINDS = ("definition", "lemma", "theorem", "proposition", "corollary", "proof", "example",
+             "remark", "conjecture", "axiom", "criterion", "algorithm", "observation", "property")
+
+TEX = [
+    re.compile(r"\\[A-Za-z]{2,}"),                           # \alpha, \frac, \CLS ...
+    re.compile(r"(?<![\w$])\$(?=[^\s$])[^$\n]{1,300}?(?<=[^\s$])\$(?![\w$])"),   # $...$
+    re.compile(r"\$\$"),
+    re.compile(r"[_^]\{[^}\n]{1,40}\}"),                      # x_{t}, e^{-8}
+]
+
+# ---------------------------------------------------------------- JavaScript run in each page
+JS_TEXT = """() => {
+  const skip = "script,style,pre,code,kbd,samp,textarea,mjx-container,.MathJax,.cell_input,.highlight,.attnxai-scroll-hint";
+  const art = document.querySelector("article.bd-article") || document.body;
+  const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
+  const out = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement && n.parentElement.closest(skip)) continue;
+    out.push(n.textContent);
+  }
+  return out.join(" ");
+}"""
+
+JS_IMAGES = """() => Array.from(document.images).map(img => {
+  const r = img.getBoundingClientRect();
+  return {src: img.getAttribute("src"), alt: img.getAttribute("alt"), ok: img.complete && img.naturalWidth > 0,
+          natural: img.naturalWidth, shown: r.width, content: !!img.closest("article.bd-article"),
+          output: !!img.closest(".cell_output"),
+          caption: (img.closest("figure") && img.closest("figure").querySelector("figcaption"))
+                   ? img.closest("figure").querySelector("figcaption").textContent.trim() : ""};
+})"""
+
+JS_OVERFLOW = """() => {
+  const art = document.querySelector("article.bd-article");
+  if (!art) return [];
+  const right = art.getBoundingClientRect().right + 1;
+  const scrolls = el => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
+  const bad = [];
+  for (const el of art.querySelectorAll("*")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= right) continue;
+    let box = el.parentElement, found = null;
+    while (box && box !== art) {
+      if (scrolls(box) && box.getBoundingClientRect().right <= right) { found = box; break; }
+      box = box.parentElement;
+    }
+    const what = el.tagName.toLowerCase() + (el.className && typeof el.className === "string" ? "." + el.className.split(" ").join(".") : "");
+    if (!found) { bad.push(`${what} (${Math.round(r.width)} px) overflows the ${Math.round(art.clientWidth)} px column, no scrolling`); continue; }
+    const hint = found.previousElementSibling;
+    const visible = hint && hint.classList.contains("attnxai-scroll-hint") && hint.getBoundingClientRect().height > 0;
+    if (!found.classList.contains("attnxai-scrolls") || !visible)
+      bad.push(`${what} scrolls inside ${found.tagName.toLowerCase()}.${found.className} without a visible hint`);
+  }
+  return bad.slice(0, 10);
+}"""
+
+
+# ---------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def site(quick_model) -> Path:
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    return html
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium (see .ci/run), or set "
+                    "ATTNXAI_CHROMIUM")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: pip install -e '.[test]'")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def _pages(site: Path) -> list[str]:
+    """Every page of the site (redirects, e.g. index.html, apart)."""
+    return sorted(str(p.relative_to(site)) for p in site.rglob("*.html")
+                  if not p.relative_to(site).parts[0].startswith(("_", "reports"))
+                  and 'http-equiv="Refresh"' not in p.read_text()[:1000]
+                  and 'http-equiv="refresh"' not in p.read_text()[:1000])
+
+
+def _repository() -> tuple[str, str]:
+    """(repository URL, branch) the site was built for (_config.yml, or the override)."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    url = config["url"].rstrip("/")
+    for var in ("ATTNXAI_REPOSITORY", "GITHUB_REPOSITORY"):
+        if os.environ.get(var):
+            url = f"https://github.com/{os.environ[var]}"
+            break
+    return url, config.get("branch", "main")
+
+
+def _source(page: str) -> Path | None:
+    md = ROOT / Path(page).with_suffix(".md")
+    return md if md.is_file() else None
+
+
+def _launched(page: str) -> bool:
+    """Chapters that follow the launch conventions (first code cell = launch cell)."""
+    md = _source(page)
+    return md is not None and "# Launch cell:" in md.read_text()
+
+
+@pytest.fixture(scope="module")
+def visits(site, server, browser) -> dict[tuple[str, str], dict]:
+    """Every page, on a desktop and on a phone: what the checks below need."""
+    results = {}
+    for screen, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+        context = browser.new_context(viewport=viewport)
+        for page_name in _pages(site):
+            results[(screen, page_name)] = _visit(context, server, page_name,
+                                                  full=(screen == "desktop"))
+        context.close()
+    return results
+
+
+def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
+    page = context.new_page()
+    errors, external, failed = [], [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})")
+            if r.url.startswith(server) else None)
+    page.on("response", lambda r: failed.append(f"{r.url} (HTTP {r.status})")
+            if r.url.startswith(server) and r.status >= 400 else None)
+
+    def route(r):
+        if r.request.url.startswith(server) or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            external.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(server + page_name, wait_until="load")
+    page.evaluate("""() => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+                           ? MathJax.startup.promise.then(() => true) : true""")
+    try:
+        page.wait_for_function("document.documentElement.hasAttribute('data-attnxai-scroll-checked')",
+                               timeout=5000)
+    except Exception:
+        pass   # the book's script is absent (an older site): the overflow check reports it
+    out = {"errors": errors, "external": external, "failed": failed,
+           "overflow": page.evaluate(JS_OVERFLOW), "images": page.evaluate(JS_IMAGES)}
+    if full:
+        out["text"] = page.evaluate(JS_TEXT)
+        out["counts"] = page.evaluate("""() => ({
+            proof: document.querySelectorAll("article .proof.admonition, article div.proof").length,
+            exercise: document.querySelectorAll("article .exercise.admonition").length,
+            solution: document.querySelectorAll("article .solution.admonition").length,
+            titles: Array.from(document.querySelectorAll("article .exercise .admonition-title")).map(e => e.textContent.trim())})""")
+        out["links"] = page.evaluate("""() => Array.from(document.querySelectorAll("a[href]")).map(a => ({
+            href: a.getAttribute("href"), text: a.textContent.trim()}))""")
+    page.close()
+    return out
+
+
+def _report(problems: dict[str, list[str]]) -> str:
+    return "\n".join(f"{page}:\n    " + "\n    ".join(str(p) for p in items[:8])
+                     for page, items in problems.items() if items)
+
+
+# ---------------------------------------------------------------- the checks
+def test_no_console_errors_nor_failed_or_external_requests(visits):
+    problems = {f"{s}:{p}": v["errors"] + [f"failed: {f}" for f in v["failed"]]
+                + [f"external request: {u}" for u in v["external"]]
+                for (s, p), v in visits.items()}
+    assert not any(problems.values()), _report(problems)
+
+
+def test_no_raw_tex_in_the_text(visits):
+    problems = {}
+    for (screen, page), v in visits.items():
+        if screen != "desktop":
+            continue
+        found = []
+        for pattern in TEX:
+            for m in pattern.finditer(v["text"]):
+                a, b = max(0, m.start() - 40), m.end() + 40
+                found.append(repr(v["text"][a:b]))
+        problems[page] = found
+    assert not any(problems.values()), "raw TeX on the page:\n" + _report(problems)
+
+
+def test_every_image_loads(visits):
+    problems = {f"{s}:{p}": [f"{im['src']} did not load" for im in v["images"] if not im["ok"]]
+                for (s, p), v in visits.items()}
+    assert not any(problems.values()), _report(problems)
+
+
+def test_wide_content_scrolls_with_a_hint(visits):
+    problems = {f"{s}:{p}": v["overflow"] for (s, p), v in visits.items()}
+    assert not any(problems.values()), _report(problems)
+
+
+def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
+    """In the chapters that follow the conventions (a launch cell): every figure has a caption
+    and alt text (not a file name), is drawn at twice its CSS size, and is not shrunk so much
+    that its labels become unreadable, on a desktop or a phone."""
+    problems = {}
+    for (screen, page), v in visits.items():
+        if not _launched(page):
+            continue
+        found = []
+        for im in v["images"]:
+            if not im["output"]:
+                continue
+            name = im["src"].rsplit("/", 1)[-1]
+            if screen == "desktop":
+                alt = (im["alt"] or "").strip()
+                if not alt or re.search(r"\.(png|svg|jpe?g)$|/|^[\w-]+$", alt):
+                    found.append(f"{name}: alt text {alt!r}")
+                if not im["caption"]:
+                    found.append(f"{name}: no caption")
+                if im["natural"] < 1.9 * im["shown"]:
+                    found.append(f"{name}: {im['natural']} px shown at {im['shown']:.0f} px "
+                                 "(not 2x)")
+            scale = im["shown"] / (im["natural"] / 2)
+            if scale < MIN_FIGURE_SCALE:
+                found.append(f"{name}: shown at {scale:.0%} of its drawn size on a {screen}")
+        problems[f"{screen}:{page}"] = found
+    assert not any(problems.values()), _report(problems)
+
+
+def test_theorem_exercise_and_solution_boxes(visits):
+    problems, numbering = {}, {}
+    for (screen, page), v in visits.items():
+        md = _source(page)
+        if screen != "desktop" or md is None:
+            continue
+        text = md.read_text()
+        want = {"proof": len(re.findall(r"^(?:```|:::)\{prf:(?:%s)\}" % "|".join(PRF_KINDS),
+                                        text, re.MULTILINE)),
+                "exercise": len(re.findall(r"^(?:```|:::)\{exercise\}", text, re.MULTILINE)),
+                "solution": len(re.findall(r"^(?:```|:::)\{solution\}", text, re.MULTILINE))}
+        if os.environ.get("ATTNXAI_EDITION") == "student":
+            want["solution"] = 0
+        got = v["counts"]
+        problems[page] = [f"{k}: {got[k]} boxes on the page, {n} in {md.name}"
+                          for k, n in want.items() if got[k] != n]
+        numbering[page] = got["titles"]
+    assert not any(problems.values()), _report(problems)
+    # exercises are numbered per chapter: "Exercise <chapter>.1", "<chapter>.2", ...
+    for page, titles in numbering.items():
+        if titles and page.startswith("notebooks/"):
+            nums = [re.search(r"Exercise\s+(\d+)\.(\d+)", t) for t in titles]
+            assert all(nums), f"{page}: exercise titles {titles} are not numbered per chapter"
+            assert [int(m.group(2)) for m in nums] == list(range(1, len(nums) + 1)), titles
+            assert len({m.group(1) for m in nums}) == 1, titles
+
+
+def test_launch_download_and_repository_links(visits, site):
+    url, branch = _repository()
+    owner_repo = url.removeprefix("https://github.com/")
+    problems = {}
+    for (screen, page), v in visits.items():
+        if screen != "desktop":
+            continue
+        found = []
+        hrefs = [a["href"] for a in v["links"]]
+        if url not in hrefs:
+            found.append(f"no link to the repository {url}")
+        md = _source(page)
+        is_notebook = md is not None and md.read_text().lstrip().startswith("---") \
+            and "kernelspec" in md.read_text()[:400]
+        if is_notebook and page.startswith("notebooks/"):
+            stem = Path(page).with_suffix("").as_posix()
+            ext = r"\.ipynb" if _launched(page) else r"\.(ipynb|md)"
+            binder = [h for h in hrefs if h.startswith("https://mybinder.org/")]
+            colab = [h for h in hrefs if h.startswith("https://colab.research.google.com/")]
+            want_b = (rf"^https://mybinder\.org/v2/gh/{re.escape(owner_repo)}/{re.escape(branch)}"
+                      rf"\?urlpath=lab/tree/{re.escape(stem)}{ext}$")
+            if len(binder) != 1 or not re.match(want_b, binder[0]):
+                found.append(f"Binder link {binder}")
+            want_c = (rf"^https://colab\.research\.google\.com/github/{re.escape(owner_repo)}/"
+                      rf"blob/{re.escape(branch)}/{re.escape(stem)}")
+            if _launched(page):
+                if len(colab) != 1 or not re.match(want_c + r"\.ipynb$", colab[0]):
+                    found.append(f"Colab link {colab}")
+                elif not (ROOT / f"{stem}.ipynb").is_file():
+                    found.append(f"Colab opens {stem}.ipynb, which is not in the repository")
+            downloads = [h for h in hrefs if h.endswith(".ipynb") and "_sources" in h]
+            if len(downloads) != 1:
+                found.append(f"download .ipynb links: {downloads}")
+            else:
+                nb_path = (site / Path(page).parent / downloads[0]).resolve()
+                try:
+                    nb = json.loads(nb_path.read_text())
+                    assert nb["nbformat"] == 4 and nb["cells"]
+                except Exception as exc:      # noqa: BLE001 - reported below
+                    found.append(f"download {downloads[0]}: not a notebook ({exc})")
+        # every internal link resolves to a file of the site
+        for a in v["links"]:
+            href = a["href"]
+            if re.match(r"^[a-z]+:", href) or href.startswith(("#", "//")):
+                continue
+            target = urlparse(urljoin("http://x/" + page, href)).path
+            path = site / unquote(target).lstrip("/")
+            if path.is_dir():
+                path = path / "index.html"
+            if not path.exists():
+                found.append(f"broken internal link {href}")
+        problems[page] = found
+    assert not any(problems.values()), _report(problems)
+
+
+def test_solution_dropdown_opens_on_click(site, server, browser):
+    pages = [p for p in _pages(site) if 'class="solution dropdown' in (site / p).read_text()]
+    if os.environ.get("ATTNXAI_EDITION") == "student":
+        assert not pages, f"solutions in the student edition: {pages}"
+        return
+    assert pages, "no page has a solution dropdown"
+    page = browser.new_page(viewport=DESKTOP)
+    problems = []
+    for name in pages:
+        page.goto(server + name, wait_until="load")
+        sol = page.locator(".solution.dropdown").first
+        body = sol.locator("section").first
+        if body.is_visible():
+            problems.append(f"{name}: the solution is open before any click")
+            continue
+        sol.locator("button.toggle-button, .admonition-title").first.click()
+        try:
+            body.wait_for(state="visible", timeout=3000)
+        except Exception:                                  # noqa: BLE001
+            problems.append(f"{name}: the solution did not open on click")
+    page.close()
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("query", ["gradient", "LIME"])
+def test_search_returns_results(server, browser, query):
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(f"{server}search.html?q={query}", wait_until="load")
+    results = page.locator("#search-results ul.search li")
+    results.first.wait_for(timeout=20000)
+    n = results.count()
+    links = [results.nth(i).locator("a").first.get_attribute("href") for i in range(min(n, 5))]
+    page.close()
+    assert n >= 2, f"search for {query!r}: {n} results"
+    assert all(h and ".html" in h for h in links), links

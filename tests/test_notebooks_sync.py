@@ -1,0 +1,145 @@
+"""The chapters' conventions for launching and teaching (README.md, "Conventions for chapters").
+
+* the first code cell of a chapter that has one is the launch cell, installing attnxai from
+  _config.yml's repository;
+* beside such a chapter, a ``.ipynb`` without outputs equal to what the ``.md`` gives (Colab and
+  the download menu open it): ``python -m attnxai notebooks`` rewrites them;
+* no wrapped line of inline maths starts with a Markdown list marker (it would become a bullet);
+* the student edition keeps every exercise and no solution;
+* ``attnxai.course.start`` falls back to the quick model when the paper's is not trained.
+"""
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from attnxai import course
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = course.chapters(ROOT)
+LAUNCHED = course.launched(ROOT)
+PAGES = CHAPTERS + sorted((ROOT / "book").glob("*.md"))
+
+
+def test_chapters_1_to_4_have_the_launch_cell():
+    names = {p.stem for p in LAUNCHED}
+    assert {"01_model", "02_attention", "03_gradient", "04_gradient_variants"} <= names
+
+
+@pytest.mark.parametrize("md", LAUNCHED, ids=lambda p: p.stem)
+def test_launch_cell_installs_from_the_configured_repository(md):
+    cell = course.launch_cell_source(md.read_text())
+    assert cell == course.LAUNCH_CELL.format(url=course.repository_url(ROOT)), (
+        f"{md.name}: the launch cell differs from attnxai.course.LAUNCH_CELL for _config.yml's "
+        "repository; run `python -m attnxai notebooks --launch-cells`")
+
+
+def test_launch_cell_is_valid_ipython():
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    code = TransformerManager().transform_cell(course.LAUNCH_CELL.format(url="https://x/y"))
+    compile(code, "<launch cell>", "exec")
+    assert "run_line_magic('pip'" in code
+
+
+def test_ipynb_beside_the_chapters_are_in_sync():
+    stale = course.stale_notebooks(ROOT)
+    assert not stale, "\n".join(stale) + "\nrun `python -m attnxai notebooks`"
+    for md in LAUNCHED:
+        nb = json.loads(md.with_suffix(".ipynb").read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+        assert "".join(code[0]["source"]).startswith(course.LAUNCH_MARKER)
+
+
+@pytest.mark.parametrize("md", PAGES, ids=lambda p: p.stem)
+def test_no_wrapped_inline_maths_line_starts_with_a_list_marker(md):
+    """A line inside $...$ that starts with `+ `, `- `, `* ` or `1. ` becomes a list item."""
+    stack, problems, open_dollars = [], [], 0     # open fences: "code" or "directive"
+    for n, line in enumerate(md.read_text().splitlines(), 1):
+        fence = re.match(r"^\s*(`{3,}|:{3,})\s*(\S*)", line)
+        if fence:
+            info = fence.group(2)
+            if stack and not info:
+                stack.pop()
+            elif info.startswith("{") and not info.startswith("{code-cell"):
+                stack.append("directive")
+            else:
+                stack.append("code")
+            open_dollars = 0
+            continue
+        if "code" in stack:
+            continue
+        if not line.strip() or line.strip() == "$$":
+            open_dollars = 0
+            continue
+        if open_dollars % 2 == 1 and re.match(r"^\s*([-+*]|\d+[.)])\s", line):
+            problems.append(f"{md.name}:{n}: {line.strip()[:60]}")
+        open_dollars += len(re.findall(r"(?<![\\$])\$(?!\$)", line))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_student_edition_has_every_exercise_and_no_solution(md):
+    nb = course.chapter_notebook(md, student=True)
+    text = "".join("".join(c["source"]) for c in nb["cells"])
+    src = md.read_text()
+    assert text.count("{exercise}") == src.count("{exercise}")
+    assert "{solution" not in text
+    code_in = [c for c in course.chapter_notebook(md)["cells"] if c["cell_type"] == "code"]
+    code_out = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert len(code_in) == len(code_out)
+
+
+def test_strip_solutions_forms():
+    text = ("a\n\n```{solution} ex\n:class: dropdown\n\nx $y$\n```\n\nb\n\n"
+            "::::{solution} ex2\nz\n::::\n\nc\n\n"
+            "```{solution-start} ex3\n```\nhidden\n```{code-cell}\n1\n```\n```{solution-end}\n```\n\nd\n")
+    assert course.strip_solutions_md(text) == "a\n\nb\n\nc\n\nd\n"
+
+
+def test_start_falls_back_to_quick_without_a_trained_paper_model(tmp_path, monkeypatch, capsys,
+                                                                 archive):
+    monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path))
+    monkeypatch.delenv("ATTNXAI_PROFILE", raising=False)
+    assert course.start() == "quick"
+    assert os.environ["ATTNXAI_PROFILE"] == "quick"
+    assert "FALLS BACK TO THE QUICK MODEL" in capsys.readouterr().out
+
+
+def test_start_respects_an_explicit_profile(monkeypatch, capsys):
+    monkeypatch.setenv("ATTNXAI_PROFILE", "quick")
+    assert course.start() == "quick"
+    assert "ATTNXAI_PROFILE=quick is set" in capsys.readouterr().out
+    monkeypatch.setenv("ATTNXAI_PROFILE", "nonsense")
+    with pytest.raises(ValueError):
+        course.start()
+
+
+def test_cli_notebooks_check_and_student(tmp_path):
+    from attnxai.cli import main
+
+    assert main(["notebooks", "--root", str(ROOT), "--check"]) == 0
+    assert main(["notebooks", "--root", str(ROOT), "--student", "--out", str(tmp_path)]) == 0
+    written = sorted(p.stem for p in tmp_path.glob("*.ipynb"))
+    assert written == [p.stem for p in CHAPTERS]
+    assert main(["notebooks", "--root", str(ROOT), "--student"]) == 2   # needs --out
+
+
+def test_binder_installs_the_package_and_opens_md_as_notebooks():
+    import yaml
+
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert "-e ." in pip and any(p.startswith("jupytext") for p in pip)
+    post = ROOT / "postBuild"
+    assert post.is_file() and os.access(post, os.X_OK)
+    body = post.read_text()
+    settings = json.loads(body.split("<<'JSON'\n", 1)[1].split("\nJSON\n", 1)[0])
+    viewers = settings["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
+    assert viewers["markdown"] == "Jupytext Notebook"
+    # repo2docker ignores the root's files when one of these folders exists
+    assert not (ROOT / "binder").exists() and not (ROOT / ".binder").exists()

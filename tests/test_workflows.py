@@ -1,0 +1,80 @@
+"""The GitHub Actions workflows: valid (check-jsonschema's vendored GitHub-workflow schema, run
+with every network route closed, so it needs none), and doing what the README says: deploy builds
+the book with `make book` and publishes _build/html with the Pages actions, with caches keyed on
+their inputs; the tests workflow runs `bash .ci/run` on pull requests."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+CHECK = Path(sys.executable).parent / "check-jsonschema"
+OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+           "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+           "NO_PROXY": "", "no_proxy": ""}
+
+
+def _validate(*paths):
+    if not CHECK.exists():
+        pytest.fail("check-jsonschema is not installed: pip install -e '.[test]'")
+    return subprocess.run([str(CHECK), "--builtin-schema", "vendor.github-workflows",
+                           *map(str, paths)], capture_output=True, text=True,
+                          env={**os.environ, **OFFLINE}, timeout=120)
+
+
+def _load(name):
+    data = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))     # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def _steps(workflow):
+    return [s for job in workflow["jobs"].values() for s in job.get("steps", [])]
+
+
+def test_workflows_match_the_github_schema_offline():
+    assert {p.name for p in WORKFLOWS} >= {"deploy.yml", "tests.yml"}
+    out = _validate(*WORKFLOWS)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_validator_rejects_a_broken_workflow(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("name: bad\non: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n"
+                   "    steps:\n      - uses: actions/checkout@v4\n        withh: {}\n")
+    out = _validate(bad)
+    assert out.returncode != 0, "the schema check accepted an unknown step key"
+
+
+def test_deploy_builds_with_the_readme_command_and_publishes_pages():
+    wf = _load("deploy.yml")
+    assert "push" in wf["on"] and wf["on"]["push"]["branches"] == ["main"]
+    assert wf["permissions"]["pages"] == "write" and wf["permissions"]["id-token"] == "write"
+    steps = _steps(wf)
+    uses = [s.get("uses", "") for s in steps]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert "make book" in runs and "make book" in (ROOT / "README.md").read_text()
+    assert any(u.startswith("actions/upload-pages-artifact@") for u in uses)
+    assert any(u.startswith("actions/deploy-pages@") for u in uses)
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "_build/html"
+    caches = {s["with"]["path"]: s["with"]["key"] for s in steps
+              if s.get("uses", "").startswith("actions/cache@")}
+    assert "_build/.jupyter_cache" in caches and ".cache" in caches
+    for key in caches.values():
+        assert "hashFiles(" in key, key
+    assert "src/" in caches["_build/.jupyter_cache"] and "notebooks/" in caches["_build/.jupyter_cache"]
+    # the repository comes from the one it runs in, never written in the workflow
+    text = (ROOT / ".github" / "workflows" / "deploy.yml").read_text()
+    assert "github.com/" not in text.replace("https://github.com/actions", "")
+
+
+def test_pull_requests_run_the_ci_script():
+    wf = _load("tests.yml")
+    assert "pull_request" in wf["on"]
+    assert any(s.get("run", "").strip().endswith("bash .ci/run") for s in _steps(wf))
