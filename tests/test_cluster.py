@@ -1,0 +1,214 @@
+"""The runner's worker processes against --jobs 1 (issue 14; issue 11 for kill -9).
+
+Local processes (--jobs 2): killed with their run by kill -9, and the folder then resumed by
+--jobs 2 to the bits of --jobs 1. A Dask cluster (a LocalCluster of 2 worker processes with 1
+thread each, shared by this module): --scheduler gives the bits of --jobs 1, the model reaches the
+workers as verified bytes, a worker killed mid-run loses nothing, stopping the client leaves
+nothing running and the folder resumes to the same bits, and closing the cluster leaves no
+process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from attnxai import experiment as X
+from attnxai.cli import main as cli_main
+from attnxai.experiment import store, transport
+
+try:
+    import distributed
+    from distributed import Client, LocalCluster
+except ImportError:                                  # the set-up installs it: say so, don't skip
+    distributed = None
+
+ROOT = Path(__file__).resolve().parents[1]
+# 4 reviews x both bow, one review per chunk: 4 tasks of a few hundred ms each.
+STUDY = dict(profile="quick", reviews=4, repeats=2, num_samples=1500, bow="both", chunk=1,
+             approximations=["paper"], progress=False)
+CLI = ["lime-experiment", "--profile", "quick", "--reviews", "4", "--repeats", "2",
+       "--num-samples", "1500", "--bow", "both", "--chunk", "1", "--approximations", "paper",
+       "--no-progress"]
+
+
+def _children() -> set[int]:
+    import psutil
+
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if distributed is None:
+        pytest.fail("distributed is not installed: `make setup` installs it (pip install -e "
+                    "'.[dask]')")
+    before = _children()
+    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                     silence_logs=50)
+    c.before = before
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with Client(cluster, set_as_default=False) as cl:
+        yield cl
+
+
+@pytest.fixture(scope="module")
+def reference(quick_model, tmp_path_factory):
+    """The study with --jobs 1 in this process."""
+    out = tmp_path_factory.mktemp("cluster") / "jobs1"
+    X.run_lime_corpus(out, jobs=1, **STUDY)
+    return store.content_digest(out)
+
+
+def _worker_pids(client) -> dict[str, int]:
+    return client.run(os.getpid)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"),
+                                                         os.environ.get("PYTHONPATH", "")])}
+
+
+def _first_rows(out: Path) -> str:
+    """The digest of the rows of the first 4 reviews (a stopped run of 12 went further)."""
+    df = X.load_results(out)
+    return store.content_digest(df[df["rank"] < 4])
+
+
+# ---------------------------------------------------------------- local processes
+def test_kill_9_of_a_jobs_2_run_kills_its_workers_and_jobs_2_resumes_to_the_same_bits(
+        reference, tmp_path):
+    """Before (issue 11): four loky workers stayed alive for over eight minutes after kill -9."""
+    import psutil
+
+    out = tmp_path / "killed"
+    longer = [a if a != "4" else "12" for a in CLI]           # 12 reviews: still running
+    proc = subprocess.Popen([sys.executable, "-m", "attnxai", *longer, "--jobs", "2", "--out",
+                             str(out)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not store.parts(out):                          # the workers are computing
+            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+            assert time.monotonic() < deadline, "no part written in 120 s"
+            time.sleep(0.05)
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        assert len([p for p in workers if "spawn_main" in " ".join(p.cmdline())]) == 2
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    _, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive, f"still alive 10 s after kill -9 of their run: {alive}"
+    assert len(store.parts(out)) < 12, "the run was over before it was killed"
+    X.run_lime_corpus(out, jobs=2, **STUDY)                   # resume the first 4 reviews
+    assert _first_rows(out) == reference
+
+
+# ---------------------------------------------------------------- a Dask cluster
+def test_scheduler_gives_the_bits_of_jobs_1(cluster, client, reference, tmp_path, capsys):
+    out = tmp_path / "dask"
+    assert cli_main(CLI + ["--out", str(out), "--scheduler", cluster.scheduler_address]) == 0
+    assert f"on Dask cluster {cluster.scheduler_address}" in capsys.readouterr().out
+    assert store.content_digest(out) == reference
+    assert len(X.load_results(out)) == 8
+    # the model reached each worker as bytes, verified there, not read from the cache folder
+    digest = store.runs(out)[-1]["model"]["manifest_sha256"]
+    for worker, models in client.run(transport.installed).items():
+        assert [(m["digest"], m["origin"]) for m in models] == [(digest, "shipped")], worker
+    assert store.runs(out)[-1]["workers"] == f"Dask cluster {cluster.scheduler_address}"
+
+
+def test_a_worker_killed_mid_run_loses_nothing(cluster, client, reference, tmp_path):
+    out = tmp_path / "killed"
+    result: dict = {}
+
+    def go():
+        try:
+            result["report"] = X.run_lime_corpus(out, scheduler=cluster.scheduler_address,
+                                                 **STUDY)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            result["error"] = exc
+
+    runner = threading.Thread(target=go)
+    runner.start()
+    deadline = time.monotonic() + 90
+    busy = {}
+    while not busy:                                   # a worker computing one of our chunks
+        assert runner.is_alive(), result
+        assert time.monotonic() < deadline, "no task started in 90 s"
+        busy = {w: ts for w, ts in client.processing().items() if ts}
+        time.sleep(0.05)
+    victim = next(iter(busy))
+    os.kill(_worker_pids(client)[victim], signal.SIGKILL)
+    killed_at_parts = len(store.parts(out))
+    runner.join(180)
+    assert not runner.is_alive() and "error" not in result, result
+    assert killed_at_parts < 4, "the run was over before the worker died"
+    assert result["report"].computed == 8
+    assert store.content_digest(out) == reference
+    client.wait_for_workers(2, timeout=60)            # the nanny restarted it; it got the model
+    installed = client.run(transport.installed)
+    assert all(m and m[0]["origin"] == "shipped" for m in installed.values()), installed
+
+
+def test_stopping_the_client_leaves_nothing_running_and_the_folder_resumes(
+        cluster, client, reference, tmp_path):
+    import psutil
+
+    out = tmp_path / "stopped"
+    longer = [a if a != "4" else "12" for a in CLI]    # 12 reviews: long enough to be stopped
+    proc = subprocess.Popen([sys.executable, "-m", "attnxai", *longer, "--out", str(out),
+                             "--scheduler", cluster.scheduler_address],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(client.processing().values()):
+            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+            assert time.monotonic() < deadline, "no task started in 120 s"
+            time.sleep(0.05)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert "stopped (rerun the same command to resume)" in err.decode()
+    assert not children                               # a cluster client starts no process
+    deadline = time.monotonic() + 30                  # the scheduler forgot its tasks
+    while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+        assert time.monotonic() < deadline, "the stopped client's tasks are still there"
+        time.sleep(0.1)
+    X.run_lime_corpus(out, scheduler=cluster.scheduler_address, **STUDY)   # the first 4
+    assert _first_rows(out) == reference                                   # the same numbers
+
+
+def test_closing_the_cluster_leaves_no_process(cluster, client):
+    import psutil
+
+    workers = [psutil.Process(p) for p in _worker_pids(client).values()]
+    workers += [c for w in workers for c in w.children(recursive=True)]
+    client.close()
+    cluster.close()
+    _, alive = psutil.wait_procs(workers, timeout=20)
+    assert not alive
+    left = []
+    for pid in _children() - cluster.before:
+        try:
+            p = psutil.Process(pid)
+            if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
+                    p.cmdline()):              # multiprocessing's own, lives as long as pytest
+                left.append((pid, p.cmdline()))
+        except psutil.NoSuchProcess:
+            pass
+    assert not left
