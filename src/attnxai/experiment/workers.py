@@ -130,6 +130,7 @@ def _init_worker(parent: int, bundles: list[ModelBundle], device: str) -> None:
     """A local worker's start-up: die with the parent, one thread, install the models."""
     global _INIT_ERROR
     _die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it kills us
     try:
         import torch
         from threadpoolctl import threadpool_limits
