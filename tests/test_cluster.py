@@ -193,6 +193,24 @@ def test_stopping_the_client_leaves_nothing_running_and_the_folder_resumes(
     assert _first_rows(out) == reference                                   # the same numbers
 
 
+def test_what_the_workers_cannot_do_is_refused_before_anything_is_written(
+        cluster, client, tmp_path, monkeypatch):
+    from attnxai.experiment import cluster as C
+
+    out = tmp_path / "never"
+    with pytest.raises(ValueError, match="'cuda' is not available"):      # checked by the workers
+        X.run_lime_corpus(out, scheduler=cluster.scheduler_address, device="cuda", **STUDY)
+    assert not out.exists()
+    assert not [n for n in client.run_on_scheduler(
+        lambda dask_scheduler: list(dask_scheduler.worker_plugins)) if "cuda" in n]
+    monkeypatch.setattr(C, "code_fingerprint", lambda: "0" * 64)        # this client's code
+    with pytest.raises(RuntimeError, match="2 Dask worker.* run other code than this client"):
+        X.run_lime_corpus(out, scheduler=cluster.scheduler_address, **STUDY)
+    assert not out.exists()
+    with pytest.raises(RuntimeError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        C.DaskWorkers("tcp://127.0.0.1:9", connect_seconds=1)
+
+
 def test_closing_the_cluster_leaves_no_process(cluster, client):
     import psutil
 

@@ -155,7 +155,14 @@ class DaskWorkers(Workers):
             have = self.client.run(_has_model, bundle.ref.key, self.device)
             known = self.client.run_on_scheduler(_scheduler_has_plugin, name)
             if not (known and have and all(have.values())):
-                self.client.register_plugin(ModelPlugin(bundle, self.device), name=name)
+                try:
+                    self.client.register_plugin(ModelPlugin(bundle, self.device), name=name)
+                except BaseException:
+                    try:                 # else every worker that joins later fails the same way
+                        self.client.unregister_worker_plugin(name)
+                    except Exception:  # noqa: BLE001 - the first error is the one to report
+                        pass
+                    raise
             self._shipped.add(key)
 
     def map_unordered(self, fn: Callable[[Any], Any], chunks: Sequence[Any]):
