@@ -4,12 +4,14 @@ single-threaded workers started with Dask's own commands (the book's page "Run i
     flock /work/locks/heavy.lock .venv/bin/python benchmarks/bench_cluster.py \\
         --profile paper --reviews 60 --out book/data/cluster_benchmark.csv
 
-Every mode runs the same ``python -m attnxai lime-experiment`` command (60 reviews x 5 repeats x
-both ``bow`` = 600 LIME explanations of 5,000 samples, no approximation, 5 reviews per task)
-into a fresh folder, ``--repeat`` times; the wall time is the whole command's (interpreter start,
-model load and shipping, worker start for ``--jobs``, the work, the summary). The cluster
-(``dask scheduler`` + ``dask worker --nworkers 2 --nthreads 1``) is started once, before its
-runs, as a real one would be; its start-up time is reported on its own. The results of every run
+Every mode runs the same ``python -m attnxai lime-experiment`` command (by default 60 reviews x
+5 repeats x both ``bow`` = 600 LIME explanations of 5,000 samples, no approximation, 5 reviews
+per task) into a fresh folder; ``--repeat`` rounds run the three modes in turn. The wall time is
+the whole command's (interpreter start, model load and shipping, worker start for ``--jobs``,
+the work, the summary). The cluster (``dask scheduler`` + ``dask worker --nworkers 2 --nthreads
+1``) is started once, before the first round, as a real one would be; its start-up time is
+reported on its own, and its first run includes the workers' first import of attnxai and
+compilation of the numba loops (a local ``--jobs`` run pays its process start every time). The results of every run
 must be bit-identical (:func:`attnxai.experiment.store.content_digest`): the script fails
 otherwise.
 """
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--num-samples", type=int, default=5000)
     ap.add_argument("--chunk", type=int, default=5)
-    ap.add_argument("--repeat", type=int, default=2, help="runs of each mode (default 2)")
+    ap.add_argument("--repeat", type=int, default=2, help="rounds of the three modes (default 2)")
     ap.add_argument("--out", default=None, help="CSV to write (with a header of comments)")
     args = ap.parse_args(argv)
 
@@ -116,25 +118,26 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     rows, digests = [], set()
+    modes = {"--jobs 1": ["--jobs", "1"], "--jobs 2": ["--jobs", "2"],
+             "--scheduler (2 dask workers x 1 thread)": None}
     try:
-        def measure(mode: str, where: list[str]) -> None:
-            for r in range(args.repeat):
-                out = work / f"{mode.replace(' ', '_')}-{r}"
-                seconds = _timed(_lime_command(args, out, where))
-                run = store.runs(out)[-1]
-                digests.add(store.content_digest(out))
-                rows.append({"mode": mode, "run": r + 1, "wall_seconds": round(seconds, 2),
-                             "run_seconds": run["seconds"], "rows": run["computed"],
-                             "explanations": run["computed"] * args.repeats,
-                             "explanations_per_second": round(
-                                 run["computed"] * args.repeats / seconds, 2)})
-                print(rows[-1], flush=True)
-
-        measure("--jobs 1", ["--jobs", "1"])
-        measure("--jobs 2", ["--jobs", "2"])
         procs, address, startup = _start_cluster(work, 2)
+        modes["--scheduler (2 dask workers x 1 thread)"] = ["--scheduler", address]
         try:
-            measure("--scheduler (2 dask workers x 1 thread)", ["--scheduler", address])
+            for r in range(args.repeat):             # rounds: the modes in turn, so that a change
+                for mode, where in modes.items():    # of the machine's load touches them alike
+                    out = work / f"{mode.split()[0].strip('-')}{mode.split()[1]}-{r}"
+                    seconds = _timed(_lime_command(args, out, where))
+                    run = store.runs(out)[-1]
+                    digests.add(store.content_digest(out))
+                    rows.append({"mode": mode, "round": r + 1,
+                                 "wall_seconds": round(seconds, 2),
+                                 "run_seconds": run["seconds"], "rows": run["computed"],
+                                 "explanations": run["computed"] * args.repeats,
+                                 "explanations_per_second": round(
+                                     run["computed"] * args.repeats / seconds, 2),
+                                 "load_1min_after": round(os.getloadavg()[0], 2)})
+                    print(rows[-1], flush=True)
         finally:
             _stop(procs)
     finally:
