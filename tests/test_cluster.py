@@ -22,6 +22,7 @@ import pytest
 from attnxai import experiment as X
 from attnxai.cli import main as cli_main
 from attnxai.experiment import store, transport
+from attnxai.experiment.transport import ModelBundle
 
 try:
     import distributed
@@ -203,10 +204,14 @@ def test_what_the_workers_cannot_do_is_refused_before_anything_is_written(
     assert not out.exists()
     assert not [n for n in client.run_on_scheduler(
         lambda dask_scheduler: list(dask_scheduler.worker_plugins)) if "cuda" in n]
+    plugin = C.ModelPlugin(ModelBundle.read(X.LimeCorpus(
+        **{k: v for k, v in STUDY.items() if k != "progress"}).pre))
     monkeypatch.setattr(C, "code_fingerprint", lambda: "0" * 64)        # this client's code
     with pytest.raises(RuntimeError, match="2 Dask worker.* run other code than this client"):
         X.run_lime_corpus(out, scheduler=cluster.scheduler_address, **STUDY)
     assert not out.exists()
+    with pytest.raises(RuntimeError, match="runs other code than the client.*gets no model"):
+        plugin.setup(None)                       # a worker joining later with other code
     with pytest.raises(RuntimeError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         C.DaskWorkers("tcp://127.0.0.1:9", connect_seconds=1)
 

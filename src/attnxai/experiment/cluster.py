@@ -9,8 +9,9 @@ to it and, before anything runs:
   numba, so that the numbers are the ones a local run gives;
 * ships the study's model once to every worker through a worker plugin (:class:`ModelPlugin`:
   the checkpoint's bytes, checked on arrival against the manifest's sha256s, see
-  :mod:`~attnxai.experiment.transport`). The scheduler keeps the plugin and gives it to workers
-  that join or are restarted later; a cluster that already has the model is not sent it again.
+  :mod:`~attnxai.experiment.transport`). The scheduler keeps the plugin (with the model's bytes)
+  and gives it to workers that join or are restarted later, which make the same code check
+  before they take the model; a cluster that already has the model is not sent it again.
 
 The chunks are then submitted as tasks and their rows come back to the client, which alone
 writes the results folder. A worker that dies costs only its running chunks: the scheduler runs
@@ -75,15 +76,25 @@ def _scheduler_has_plugin(name: str, dask_scheduler=None) -> bool:
 
 
 class ModelPlugin(WorkerPlugin):
-    """Installs a shipped model in every worker (those that join later too)."""
+    """Installs a shipped model in every worker (those that join later too), after checking
+    that the worker runs the client's code and packages (a worker that joins during a run was
+    not checked when the run started): a worker that does not gets no model, so its tasks fail
+    instead of computing other numbers."""
 
     idempotent = False
 
     def __init__(self, bundle: ModelBundle, device: str = "cpu"):
         self.bundle, self.device = bundle, device
         self.ref = bundle.ref
+        self.expected = versions()
 
     def setup(self, worker: Any) -> None:
+        found = versions()
+        if found != self.expected:
+            differ = {k: (v, self.expected.get(k)) for k, v in found.items()
+                      if v != self.expected.get(k)}
+            raise RuntimeError(f"this worker runs other code than the client ({differ}): it "
+                               f"gets no model ({self.ref.name})")
         transport.install(self.bundle, self.device, origin="shipped")
         self.bundle = None                       # the worker keeps the model, not the bytes
 
@@ -118,11 +129,6 @@ class DaskWorkers(Workers):
             self.client.close()
             raise
         self._shipped: set[tuple[str, str, str]] = set()
-
-    @property
-    def n(self) -> int:                                   # type: ignore[override]
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        return sum(w.get("nthreads", 1) for w in info.values())
 
     def describe(self) -> str:
         return f"Dask cluster {self.client.scheduler.address}"
