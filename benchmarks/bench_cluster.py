@@ -11,9 +11,9 @@ the whole command's (interpreter start, model load and shipping, worker start fo
 the work, the summary). The cluster (``dask scheduler`` + ``dask worker --nworkers 2 --nthreads
 1``) is started once, before the first round, as a real one would be; its start-up time is
 reported on its own, and its first run includes the workers' first import of attnxai and
-compilation of the numba loops (a local ``--jobs`` run pays its process start every time). The results of every run
-must be bit-identical (:func:`attnxai.experiment.store.content_digest`): the script fails
-otherwise.
+compilation of the numba loops (a local ``--jobs`` run pays its process start every time).
+The results of every run must be bit-identical (:func:`attnxai.experiment.store.content_digest`):
+the script fails otherwise.
 """
 
 from __future__ import annotations
