@@ -9,6 +9,7 @@ process behind."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 from attnxai import experiment as X
 from attnxai.cli import main as cli_main
 from attnxai.experiment import store, transport
+from attnxai.experiment.runner import run
 from attnxai.experiment.transport import ModelBundle
 
 try:
@@ -81,6 +83,32 @@ def _env() -> dict[str, str]:
                                                          os.environ.get("PYTHONPATH", "")])}
 
 
+GATE = "attnxai-test-gate"
+
+
+def _hold(name: str) -> bool:
+    """A task that waits for the test to open the gate (a Dask Event)."""
+    from distributed import Event
+
+    return Event(name).wait(120)
+
+
+def _gated(inner, items):
+    assert _hold(GATE), "the test never opened the gate"
+    return inner(items)
+
+
+class Gated(X.LimeCorpus):
+    """The LIME study, whose chunks wait for the gate: a worker can be killed in a chunk."""
+
+    def task(self):
+        return functools.partial(_gated, super().task())
+
+
+def _our_tasks(dask_scheduler=None) -> list[str]:
+    return [str(k) for k in dask_scheduler.tasks if str(k).startswith("attnxai-")]
+
+
 def _first_rows(out: Path) -> str:
     """The digest of the rows of the first 4 reviews (a stopped run of 12 went further)."""
     df = X.load_results(out)
@@ -94,7 +122,7 @@ def test_kill_9_of_a_jobs_2_run_kills_its_workers_and_jobs_2_resumes_to_the_same
     import psutil
 
     out = tmp_path / "killed"
-    longer = [a if a != "4" else "12" for a in CLI]           # 12 reviews: still running
+    longer = [a if a != "4" else "100" for a in CLI]          # 100 reviews: still running
     proc = subprocess.Popen([sys.executable, "-m", "attnxai", *longer, "--jobs", "2", "--out",
                              str(out)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -110,7 +138,7 @@ def test_kill_9_of_a_jobs_2_run_kills_its_workers_and_jobs_2_resumes_to_the_same
         proc.wait()
     _, alive = psutil.wait_procs(workers, timeout=10)
     assert not alive, f"still alive 10 s after kill -9 of their run: {alive}"
-    assert len(store.parts(out)) < 12, "the run was over before it was killed"
+    assert len(store.parts(out)) < 100, "the run was over before it was killed"
     X.run_lime_corpus(out, jobs=2, **STUDY)                   # resume the first 4 reviews
     assert _first_rows(out) == reference
 
@@ -130,31 +158,36 @@ def test_scheduler_gives_the_bits_of_jobs_1(cluster, client, reference, tmp_path
 
 
 def test_a_worker_killed_mid_run_loses_nothing(cluster, client, reference, tmp_path):
-    out = tmp_path / "killed"
-    result: dict = {}
+    from distributed import Event
+
+    gate = Event(GATE, client=client)
+    gate.clear()
+    out, result = tmp_path / "killed", {}
+    study = Gated(**{k: v for k, v in STUDY.items() if k != "progress"})
 
     def go():
         try:
-            result["report"] = X.run_lime_corpus(out, scheduler=cluster.scheduler_address,
-                                                 **STUDY)
+            result["report"] = run(study, out, scheduler=cluster.scheduler_address,
+                                   progress=False)
         except BaseException as exc:  # noqa: BLE001 - reported below
             result["error"] = exc
 
+    pids = _worker_pids(client)
     runner = threading.Thread(target=go)
     runner.start()
-    deadline = time.monotonic() + 90
-    busy = {}
-    while not busy:                                   # a worker computing one of our chunks
-        assert runner.is_alive(), result
-        assert time.monotonic() < deadline, "no task started in 90 s"
-        busy = {w: ts for w, ts in client.processing().items() if ts}
-        time.sleep(0.05)
-    victim = next(iter(busy))
-    os.kill(_worker_pids(client)[victim], signal.SIGKILL)
-    killed_at_parts = len(store.parts(out))
-    runner.join(180)
+    try:
+        deadline = time.monotonic() + 90
+        while not all(client.processing().get(w) for w in pids):   # every worker has a chunk
+            assert runner.is_alive(), result
+            assert time.monotonic() < deadline, "the chunks did not start in 90 s"
+            time.sleep(0.05)
+        victim = next(iter(pids))
+        os.kill(pids[victim], signal.SIGKILL)          # in the middle of its chunk
+        assert not store.parts(out)                    # nothing could finish: the gate is shut
+    finally:
+        gate.set()
+        runner.join(180)
     assert not runner.is_alive() and "error" not in result, result
-    assert killed_at_parts < 4, "the run was over before the worker died"
     assert result["report"].computed == 8
     assert store.content_digest(out) == reference
     client.wait_for_workers(2, timeout=60)            # the nanny restarted it; it got the model
@@ -165,17 +198,21 @@ def test_a_worker_killed_mid_run_loses_nothing(cluster, client, reference, tmp_p
 def test_stopping_the_client_leaves_nothing_running_and_the_folder_resumes(
         cluster, client, reference, tmp_path):
     import psutil
+    from distributed import Event
 
+    gate = Event(GATE, client=client)
+    gate.clear()
+    holds = [client.submit(_hold, GATE, workers=[w], pure=False, key=f"hold-{i}")
+             for i, w in enumerate(_worker_pids(client))]   # every worker thread is busy
     out = tmp_path / "stopped"
-    longer = [a if a != "4" else "12" for a in CLI]    # 12 reviews: long enough to be stopped
-    proc = subprocess.Popen([sys.executable, "-m", "attnxai", *longer, "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "attnxai", *CLI, "--out", str(out),
                              "--scheduler", cluster.scheduler_address],
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
-        while not any(client.processing().values()):
+        while not client.run_on_scheduler(_our_tasks):          # its chunks are waiting
             assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-            assert time.monotonic() < deadline, "no task started in 120 s"
+            assert time.monotonic() < deadline, "no chunk submitted in 120 s"
             time.sleep(0.05)
         children = psutil.Process(proc.pid).children(recursive=True)
         proc.send_signal(signal.SIGTERM)
@@ -183,15 +220,18 @@ def test_stopping_the_client_leaves_nothing_running_and_the_folder_resumes(
     finally:
         if proc.poll() is None:
             proc.kill()
+        gate.set()
     assert proc.returncode == 130, err.decode()[-2000:]
     assert "stopped (rerun the same command to resume)" in err.decode()
     assert not children                               # a cluster client starts no process
     deadline = time.monotonic() + 30                  # the scheduler forgot its tasks
-    while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+    while client.run_on_scheduler(_our_tasks):
         assert time.monotonic() < deadline, "the stopped client's tasks are still there"
         time.sleep(0.1)
-    X.run_lime_corpus(out, scheduler=cluster.scheduler_address, **STUDY)   # the first 4
-    assert _first_rows(out) == reference                                   # the same numbers
+    client.gather(holds)
+    del holds
+    X.run_lime_corpus(out, scheduler=cluster.scheduler_address, **STUDY)     # resume
+    assert store.content_digest(out) == reference                             # the same bits
 
 
 def test_what_the_workers_cannot_do_is_refused_before_anything_is_written(
