@@ -17,7 +17,7 @@ export PYTHONHASHSEED := 0
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[book,test]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[book,test,dask]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 

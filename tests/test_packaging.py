@@ -15,8 +15,8 @@ def _names(specs):
 
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    deps = project["dependencies"] + project["optional-dependencies"]["book"] \
-        + project["optional-dependencies"]["test"]
+    extras = project["optional-dependencies"]
+    deps = project["dependencies"] + extras["book"] + extras["test"] + extras["dask"]
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     listed = [s for s in pip if not s.startswith("-")]

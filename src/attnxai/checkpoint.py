@@ -74,10 +74,11 @@ from .interface import ClassifierBase
 from .model import AttentionClassifier
 from .runconfig import profile as book_profile
 from .text import TruncationWarning, Vocab, tokenize
-from .train import PROFILES, TrainConfig, get_config, predict, train
+from .train import PROFILES, TrainConfig, check_device, get_config, predict, train
 
 __all__ = ["CheckpointError", "CheckpointWarning", "FORMAT_VERSION", "MANIFEST", "MODEL_CLASSES",
-           "Pretrained", "cache_key", "config_sha256", "load", "pretrained", "save"]
+           "Pretrained", "cache_key", "checkpoint_files", "config_sha256", "from_files", "load",
+           "pretrained", "save"]
 
 #: The model classes a checkpoint can hold, by the name its config.json records (``arch``).
 MODEL_CLASSES: dict[str, type[ClassifierBase]] = {"AttentionClassifier": AttentionClassifier}
@@ -512,17 +513,9 @@ def _adopt_legacy(path: Path, files: dict[str, bytes], config: dict, vocab: Voca
     warnings.warn(msg, CheckpointWarning, stacklevel=_outside())
 
 
-def load(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32) -> Pretrained:
-    """Load and verify a checkpoint folder written by :func:`save` (module docstring).
-
-    Raises ``FileNotFoundError`` for a missing folder or file and :class:`CheckpointError` for a
-    damaged or inconsistent one (naming the file and how to rebuild it)."""
-    path = Path(path).expanduser()
-    if not path.is_dir():
-        raise FileNotFoundError(f"no checkpoint folder at {path}: train one with "
-                                "`python -m attnxai train --profile quick` or give the right path")
-    files = _read_files(path)
-    config, vocab, metrics, state = _check(path, files)
+def _build(path: Path, config: dict, vocab: Vocab, metrics: dict, state: dict,
+           dtype: torch.dtype) -> Pretrained:
+    """The model of verified checkpoint pieces (``path``: where they came from, for messages)."""
     arch = config.get("arch", "AttentionClassifier")
     if arch not in MODEL_CLASSES:
         raise ValueError(f"{path} holds a {arch!r} model, unknown to this version of attnxai "
@@ -538,10 +531,61 @@ def load(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32) -> Pret
     except RuntimeError as exc:
         raise _damaged(path, ["model.safetensors does not hold the weights config.json describes "
                               f"({str(exc)[:300]})"], profile) from None
-    if MANIFEST not in files:
-        _adopt_legacy(path, files, config, vocab)
     model.to(dtype).eval()
     return Pretrained(model, vocab, config, metrics, path)
+
+
+def load(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32) -> Pretrained:
+    """Load and verify a checkpoint folder written by :func:`save` (module docstring).
+
+    Raises ``FileNotFoundError`` for a missing folder or file and :class:`CheckpointError` for a
+    damaged or inconsistent one (naming the file and how to rebuild it)."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"no checkpoint folder at {path}: train one with "
+                                "`python -m attnxai train --profile quick` or give the right path")
+    files = _read_files(path)
+    config, vocab, metrics, state = _check(path, files)
+    pre = _build(path, config, vocab, metrics, state, dtype)
+    if MANIFEST not in files:
+        _adopt_legacy(path, files, config, vocab)
+    return pre
+
+
+# ---------------------------------------------------------------------- checkpoints in memory
+def checkpoint_files(path: str | os.PathLike) -> dict[str, bytes]:
+    """The bytes of a checkpoint folder's four files and of its ``manifest.json``, read once and
+    verified exactly as :func:`load` verifies them: what a cluster worker receives instead of a
+    path (:mod:`attnxai.experiment.transport`). A legacy folder (no manifest) gets, in memory, the
+    manifest :func:`load` would write for it after its consistency checks."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"no checkpoint folder at {path}: train one with "
+                                "`python -m attnxai train --profile quick` or give the right path")
+    files = _read_files(path)
+    config, vocab, _, _ = _check(path, files)
+    if MANIFEST not in files:
+        files[MANIFEST] = _manifest(files, config, len(vocab), adopted=True)
+    return {name: files[name] for name in (*_FILES, MANIFEST)}
+
+
+def from_files(files: dict[str, bytes], *, where: str | os.PathLike = "<checkpoint in memory>",
+               dtype: torch.dtype = torch.float32) -> Pretrained:
+    """The model of a checkpoint held in memory (the bytes of :func:`checkpoint_files`, e.g.
+    shipped to a cluster worker), verified as :func:`load` verifies a folder: every file against
+    ``manifest.json`` (required here), then the pieces against each other. ``where`` names the
+    copy in error messages. The result has ``path=None`` (no folder holds it)."""
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, bytes)
+                                              for k, v in files.items()):
+        raise TypeError("files must be a dict of file name -> bytes (checkpoint_files)")
+    where = Path(where)
+    if MANIFEST not in files:
+        raise CheckpointError(f"{where}: no {MANIFEST} among the files {sorted(files)}: a "
+                              "checkpoint in memory is verified against its manifest")
+    config, vocab, metrics, state = _check(where, files)
+    pre = _build(where, config, vocab, metrics, state, dtype)
+    pre.path = None
+    return pre
 
 
 # ---------------------------------------------------------------------- the cache
@@ -581,7 +625,8 @@ def _load_cached(folder: Path, config: TrainConfig, dtype: torch.dtype) -> Pretr
 
 def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None = None,
                train_if_missing: bool = True, progress: bool = True,
-               dtype: torch.dtype = torch.float32) -> Pretrained:
+               dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+               ) -> Pretrained:
     """The model trained with ``profile`` ("paper", "quick" or a TrainConfig), from the cache,
     training it first if needed. ``profile=None`` reads ``ATTNXAI_PROFILE`` (default "paper"):
     this is how the test build of the book runs every chapter on the quick model.
@@ -590,7 +635,11 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     and without the network; with no archive given (argument or ``$ATTNXAI_IMDB_ARCHIVE``) the model
     trained on either known IMDb archive is used. Only training needs the data (then downloaded if
     no archive is given). Before training, the cache is checked to be writable; the training and
-    the save run under the folder's lock, so concurrent callers train once."""
+    the save run under the folder's lock, so concurrent callers train once. ``device``: where a
+    training runs (:func:`attnxai.train.check_device`, checked first); the model returned is on
+    the CPU."""
+    device = check_device(device)
+    on = {} if device.type == "cpu" else {"device": device}     # train()'s default is the CPU
     profile = profile or book_profile()
     config = get_config(profile)
     candidates = _candidates(config, archive)
@@ -619,7 +668,7 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
         lock.acquire()
     try:
         if not folder.is_dir():                # else another process trained it while we waited
-            model, vocab, metrics = train(config, data, progress=progress)
+            model, vocab, metrics = train(config, data, progress=progress, **on)
             conf = {"arch": type(model).__name__, "train": config.to_dict(), "model": model.config,
                     "data_sha256": data.checksum, "format": FORMAT_VERSION}
             save(Pretrained(model, vocab, conf, metrics), folder)

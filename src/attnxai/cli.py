@@ -2,13 +2,15 @@
 
 Every command is listed in :data:`COMMANDS` (name -> (add_arguments, run, help)); each ``run``
 takes the parsed namespace and returns an exit code. Errors a user can fix (bad arguments, missing
-files) print one line and exit with status 2.
+files) print one line and exit with status 2. SIGTERM stops a command as Ctrl-C does (exit status
+130): a run's worker processes are killed and a cluster client closed on the way out.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Callable
 
@@ -20,12 +22,15 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper", help="paper (the authors' settings) or quick")
     p.add_argument("--archive", default=None,
                    help="IMDb .tar.gz on disk (else $ATTNXAI_IMDB_ARCHIVE, else download)")
+    p.add_argument("--device", default="cpu",
+                   help="where to train: cpu (default), cuda, cuda:N or mps (results equal the "
+                        "CPU's to float rounding)")
 
 
 def _train_run(args: argparse.Namespace) -> int:
     from .checkpoint import pretrained
 
-    pre = pretrained(args.profile, archive=args.archive)
+    pre = pretrained(args.profile, archive=args.archive, device=args.device)
     m = pre.metrics
     print(f"checkpoint: {pre.path}")
     print(f"test accuracy {m['test_accuracy']:.4f} on {m['n_test']} reviews "
@@ -77,7 +82,12 @@ def _lime_args(p: argparse.ArgumentParser) -> None:
                    help="results folder (parquet parts; rerun the same command to resume)")
     p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
     p.add_argument("--scheduler", default=None,
-                   help="Dask scheduler address, e.g. tcp://host:8786 (pip install attnxai[dask])")
+                   help="run on a Dask cluster: its scheduler's address, e.g. tcp://host:8786, or "
+                        "scheduler file (pip install 'attnxai[dask]'; the book's page 'Run it on "
+                        "a cluster')")
+    p.add_argument("--device", default="cpu",
+                   help="where the workers put the model: cpu (default), cuda, cuda:N or mps "
+                        "(used by lime's generic, batched path)")
     p.add_argument("--chunk", type=int, default=20, help="reviews per task (default 20)")
     p.add_argument("--approximations", default=None,
                    help="comma-separated names to compare (default: all; 'none')")
@@ -99,10 +109,10 @@ def _lime_run(args: argparse.Namespace) -> int:
                              kernel_width=args.kernel_width, mask_string=args.mask_string,
                              jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                              archive=args.archive, progress=not args.no_progress,
-                             approximations=names)
+                             approximations=names, device=args.device)
     print(f"{report.out}: {report.computed} rows computed, {report.skipped} already there"
           + (f" ({report.finished} given new approximations)" if report.finished else "") + ", "
-          f"{report.seconds:.0f} s ({report.rows_per_second:.2f} rows/s)")
+          f"{report.seconds:.0f} s ({report.rows_per_second:.2f} rows/s) on {report.workers}")
     df = load_results(report.out)
     with pd.option_context("display.width", 120, "display.max_columns", 20):
         print(summarize(df).round(4).to_string())
@@ -324,11 +334,31 @@ def main(argv: list[str] | None = None) -> int:
     for name, (add, _, help_) in COMMANDS.items():
         add(sub.add_parser(name, help=help_))
     args = parser.parse_args(argv)
+    previous = _stop_on_sigterm()
     try:
         return COMMANDS[args.command][1](args)
     except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
         print(f"attnxai {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"attnxai {args.command}: stopped (rerun the same command to resume)",
+              file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_on_sigterm():
+    """SIGTERM raises KeyboardInterrupt (so that clean-up runs); returns the old handler (None
+    outside the main thread, where signals cannot be handled)."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:
+        return None
 
 
 if __name__ == "__main__":

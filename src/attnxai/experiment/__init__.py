@@ -2,7 +2,12 @@
 
 * :mod:`~attnxai.experiment.lime_corpus`: LIME against every closed-form approximation on the
   test reviews (``python -m attnxai lime-experiment``; chapter 6).
-* :mod:`~attnxai.experiment.store`: the results folders (parquet parts, ``_meta.json``).
+* :mod:`~attnxai.experiment.runner`: the one runner (:class:`Study`, :func:`run`) they share,
+  with :mod:`~attnxai.experiment.workers` (this process, local processes),
+  :mod:`~attnxai.experiment.cluster` (a Dask cluster) and
+  :mod:`~attnxai.experiment.transport` (the model shipped to the workers, verified).
+* :mod:`~attnxai.experiment.store`: the results folders (parquet parts, ``_meta.json``,
+  ``_runs.jsonl``).
 * :func:`book_data`: the committed summaries the chapters read.
 """
 
@@ -17,8 +22,9 @@ from .lime_corpus import (COLUMNS, ORDER_SEED, LimeCorpus, LimeSettings, approxi
                           approximation_names, lime_row, lime_seed, review_order, summarize)
 from .runner import RunReport, Study, run
 from .store import load_results
+from .transport import ModelRef
 
-__all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "RunReport", "Study",
+__all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "ModelRef", "RunReport", "Study",
            "approximation_columns", "approximation_names", "book_data", "lime_row", "lime_seed",
            "load_results", "review_order", "run", "run_lime_corpus", "summarize"]
 
@@ -28,13 +34,14 @@ def run_lime_corpus(out: str | os.PathLike, *, profile: str = "paper", reviews: 
                     num_samples: int = 5000, kernel_width: float = 25.0,
                     mask_string: str = "UNK", jobs: int = 1, scheduler: str | None = None,
                     chunk: int = 20, archive: str | None = None, progress: bool = True,
-                    approximations: Iterable[str] | Mapping[str, Any] | None = None
-                    ) -> RunReport:
+                    approximations: Iterable[str] | Mapping[str, Any] | None = None,
+                    device: str = "cpu") -> RunReport:
     """Run (or resume) the LIME corpus study into ``out`` (see
     :mod:`~attnxai.experiment.lime_corpus`); ``approximations``: names from
-    :data:`attnxai.theory.APPROXIMATIONS` (default: all) or a mapping name -> function."""
+    :data:`attnxai.theory.APPROXIMATIONS` (default: all) or a mapping name -> function;
+    ``jobs``, ``scheduler``, ``device``: where it runs (:func:`attnxai.experiment.run`)."""
     study = LimeCorpus(profile=profile, reviews=reviews, repeats=repeats, bow=bow,
                        num_samples=num_samples, kernel_width=kernel_width,
                        mask_string=mask_string, chunk=chunk, archive=archive,
                        approximations=approximations)
-    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress)
+    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device)

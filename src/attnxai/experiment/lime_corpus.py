@@ -40,6 +40,7 @@ from ..theory.approximations import APPROXIMATIONS, Approximation
 from ..threads import single_threaded
 from . import store
 from .runner import Study, chunked, parallel
+from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "approximation_columns",
            "approximation_names", "lime_row", "lime_seed", "review_order", "summarize"]
@@ -167,10 +168,15 @@ def _load(model_path: str):
     return load(model_path)
 
 
-def _run_chunk(model_path: str, settings: dict[str, Any], approximations: dict[str, Any],
+def _model(model: ModelRef | str):
+    """The model in a worker: the runner's shipped copy (a ModelRef), or a folder (a path)."""
+    return model.load() if isinstance(model, ModelRef) else _load(model)
+
+
+def _run_chunk(model: ModelRef | str, settings: dict[str, Any], approximations: dict[str, Any],
                items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Worker: the rows of a chunk of (review, bow) items, one torch and one BLAS thread."""
-    pre = _load(model_path)
+    pre = _model(model)
     rows = []
     with single_threaded():
         for item in items:
@@ -184,10 +190,10 @@ def _run_chunk(model_path: str, settings: dict[str, Any], approximations: dict[s
     return rows
 
 
-def _fill_chunk(model_path: str, kernel_width: float, approximations: dict[str, Any],
+def _fill_chunk(model: ModelRef | str, kernel_width: float, approximations: dict[str, Any],
                 rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Worker: approximation columns for finished rows (test_index, bow, text, lime_mean)."""
-    pre = _load(model_path)
+    pre = _model(model)
     out = []
     with single_threaded():
         for r in rows:
@@ -296,8 +302,11 @@ class LimeCorpus(Study):
                            "rating": r.rating, "bow": b, "text": text} for b in todo]
         return chunked(items, self.chunk, group="rank")
 
+    def model(self):
+        return self.pre
+
     def task(self):
-        return functools.partial(_run_chunk, str(self.pre.path), self.settings(),
+        return functools.partial(_run_chunk, self.model_ref(), self.settings(),
                                  self.approximations)
 
     def finish(self, out: Path, jobs: int, client: Any, progress: bool) -> int:
@@ -329,7 +338,7 @@ class LimeCorpus(Study):
         total = sum(len(f) for f in frames.values())
         where = {(int(ti), bool(b)): part for part, f in frames.items()
                  for ti, b in zip(f["test_index"], f["bow"])}
-        task = functools.partial(_fill_task, str(self.pre.path), self.lime.kernel_width,
+        task = functools.partial(_fill_task, self.model_ref(), self.lime.kernel_width,
                                  self.approximations)
         bar = tqdm(total=total, desc="approximations", unit="row", disable=not progress)
         for cols in parallel(task, chunks, jobs, client):
@@ -343,10 +352,10 @@ class LimeCorpus(Study):
         return total
 
 
-def _fill_task(model_path: str, kernel_width: float, approximations: dict[str, Any],
+def _fill_task(model: ModelRef | str, kernel_width: float, approximations: dict[str, Any],
                chunk: tuple[tuple[str, ...], list[dict[str, Any]]]) -> list[dict[str, Any]]:
     names, rows = chunk
-    return _fill_chunk(model_path, kernel_width, {n: approximations[n] for n in names}, rows)
+    return _fill_chunk(model, kernel_width, {n: approximations[n] for n in names}, rows)
 
 
 # ---------------------------------------------------------------- reading the results

@@ -1,10 +1,38 @@
 """One resumable runner for every corpus experiment of the book.
 
 A :class:`Study` says what to compute (its settings, the work items, how a worker computes a chunk
-of them); :func:`run` does the rest, the same way for every study: validate, compare the settings
-with the results folder's, plan only the items not done yet, run chunks in this process, in local
-worker processes (``jobs``) or on a Dask cluster (``scheduler``), write each finished chunk as a
-parquet part (atomically), and show a progress bar. Rerunning the same command resumes.
+of them, the model its workers need); :func:`run` does the rest, the same way for every study:
+validate, compare the settings with the results folder's, plan only the items not done yet, ship
+the study's model to the workers (:mod:`~attnxai.experiment.transport`), run chunks in this
+process, in local worker processes (``jobs``) or on a Dask cluster (``scheduler``;
+:mod:`~attnxai.experiment.workers`, :mod:`~attnxai.experiment.cluster`), write each finished
+chunk as a parquet part (atomically), and show a progress bar. Rerunning the same command
+resumes.
+
+**Reproducible.** A row depends only on its item and the settings: every chunk runs with one
+torch and one BLAS thread and the same model bytes, so ``jobs=1``, ``jobs=2`` and a cluster give
+bit-identical rows (on machines of the same kind with the same packages; on another CPU or an
+accelerator, equal to float rounding), and so do two identical runs.
+
+**Writing a study.** Subclass :class:`Study`; validate every argument in ``__init__``; put what a
+worker needs in the items (the review's text, not a path: items travel by content) and in the
+task (a ``functools.partial`` of a module-level function); name the checkpoint in
+:meth:`Study.model` and pass :meth:`Study.model_ref` to the task, which calls ``ref.load()`` in
+the worker to get the verified model that was shipped there::
+
+    class MyStudy(Study):
+        key_columns = ("test_index",)
+        name = "my-study"
+
+        def model(self):
+            return self.pre                      # shipped to every worker once, verified
+
+        def task(self):
+            return functools.partial(_chunk, self.model_ref(), self.settings())
+
+    def _chunk(model, settings, items):
+        pre = model.load()                       # in the worker: the shipped copy
+        return [{"test_index": it["test_index"], ...} for it in items]
 """
 
 from __future__ import annotations
@@ -19,8 +47,10 @@ from typing import Any
 
 from .. import validate
 from . import store
+from .transport import ModelBundle, ModelRef
+from .workers import InProcess, LocalPool, Workers
 
-__all__ = ["RunReport", "Study", "parallel", "run"]
+__all__ = ["RunReport", "Study", "chunked", "open_workers", "parallel", "run"]
 
 
 class Study(ABC):
@@ -37,16 +67,44 @@ class Study(ABC):
 
     @abstractmethod
     def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
-        """The chunks of work items still to compute (each item a dict holding the key columns),
-        in order; ``done`` holds the keys already in the results folder."""
+        """The chunks of work items still to compute (each item a dict holding the key columns,
+        and what the worker needs, by content), in order; ``done`` holds the keys already in
+        the results folder."""
 
     @abstractmethod
     def task(self) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
         """A picklable function computing the rows of one chunk in a worker."""
 
+    def model(self) -> Any:
+        """The checkpoint the tasks use (a :class:`~attnxai.Pretrained` loaded from a folder,
+        or the folder), or ``None`` (the default: no model). The runner ships it to every
+        worker once; tasks reach it through :meth:`model_ref`."""
+        return None
+
+    def model_ref(self) -> ModelRef:
+        """The handle a task carries to the shipped model (``ref.load()`` in the worker)."""
+        bundle = _bundle(self)
+        if bundle is None:
+            raise RuntimeError(f"{type(self).__name__}.model() returned None: the study names "
+                               "no model for its workers")
+        return bundle.ref
+
     def finish(self, out: Path, jobs: int, client: Any, progress: bool) -> int:
-        """Work after the chunks (e.g. columns added to finished rows); returns rows touched."""
+        """Work after the chunks (e.g. columns added to finished rows); returns rows touched.
+        ``client``: the run's :class:`~attnxai.experiment.workers.Workers` (give it to
+        :func:`parallel`)."""
         return 0
+
+
+def _bundle(study: Study) -> ModelBundle | None:
+    """The study's model, read and verified once per study object."""
+    cached = study.__dict__.get("_attnxai_bundle", False)
+    if cached is not False:
+        return cached
+    model = study.model()
+    bundle = None if model is None else ModelBundle.read(model)
+    study.__dict__["_attnxai_bundle"] = bundle
+    return bundle
 
 
 @dataclass
@@ -56,74 +114,117 @@ class RunReport:
     skipped: int           # rows already in the folder
     seconds: float
     finished: int = 0      # rows completed by Study.finish
+    workers: str = "this process"   # what computed them
+    device: str = "cpu"
 
     @property
     def rows_per_second(self) -> float:
         return self.computed / self.seconds if self.seconds > 0 else float("nan")
 
 
-def _dask_client(scheduler: str):
-    try:
-        from distributed import Client
-    except ImportError as exc:
-        raise RuntimeError("--scheduler needs Dask's distributed package, which is not installed: "
-                           "pip install attnxai[dask]") from exc
-    return Client(scheduler)
-
-
-def parallel(fn: Callable, chunks: list, jobs: int, client: Any = None) -> Iterator[Any]:
-    """``fn(chunk)`` for every chunk, as they finish: in this process (``jobs=1``), in local
-    processes (joblib/loky), or on the Dask cluster of ``client``."""
+def parallel(fn: Callable, chunks: list, jobs: int = 1, client: Any = None) -> Iterator[Any]:
+    """``fn(chunk)`` for every chunk, as they finish, on ``client`` (the run's
+    :class:`~attnxai.experiment.workers.Workers`, as :meth:`Study.finish` receives it), else in
+    this process (``jobs=1``) or in ``jobs`` local processes started for the call."""
     if not chunks:
         return
-    if client is None and jobs == 1:
-        for c in chunks:
-            yield fn(c)
+    if isinstance(client, Workers):
+        yield from client.map_unordered(fn, chunks)
         return
-    from joblib import Parallel, delayed, parallel_config
-
-    tasks = [delayed(fn)(c) for c in chunks]
     if client is not None:
-        with parallel_config(backend="dask"):
-            yield from Parallel(n_jobs=-1, return_as="generator")(tasks)
-    else:
-        yield from Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks)
+        raise TypeError(f"client must be the run's Workers, got {type(client).__name__}")
+    workers = open_workers(jobs)
+    ok = False
+    try:
+        yield from workers.map_unordered(fn, chunks)
+        ok = True
+    finally:
+        workers.close(abort=not ok)
+
+
+def open_workers(jobs: int = 1, scheduler: str | None = None) -> Workers:
+    """The workers of a run: a Dask cluster (``scheduler``: its address or scheduler file),
+    else ``jobs`` local processes (``-1``: one per core), else this process."""
+    if scheduler is not None:
+        try:
+            from .cluster import DaskWorkers
+        except ImportError as exc:
+            raise RuntimeError("--scheduler needs Dask's distributed package, which is not "
+                               "installed: pip install attnxai[dask]") from exc
+        return DaskWorkers(scheduler)
+    if jobs == -1:
+        jobs = os.cpu_count() or 1
+    return InProcess() if jobs == 1 else LocalPool(jobs)
+
+
+def _device(device: Any, scheduler: str | None) -> str:
+    """``device`` checked here for a local run; for a cluster only its form is checked here
+    (the workers check that they have it when the model is installed)."""
+    from ..train import check_device
+
+    if scheduler is None:
+        return str(check_device(device))
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got "
+                        f"{type(device).__name__}")
+    if device.strip().lower().split(":")[0] not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device must be cpu, cuda, cuda:N or mps, got {device!r}")
+    return device.strip().lower()
 
 
 def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str | None = None,
-        progress: bool = True) -> RunReport:
-    """Run (or resume) ``study`` into the folder ``out`` (see the module docstring)."""
+        progress: bool = True, device: str = "cpu") -> RunReport:
+    """Run (or resume) ``study`` into the folder ``out`` (see the module docstring).
+
+    ``jobs``: local worker processes (``-1``: one per core); ``scheduler``: a Dask scheduler's
+    address (``tcp://host:8786``) or scheduler file, instead; ``device``: where the workers put
+    the study's model (``cpu``; ``cuda`` where torch sees a GPU: the generic LIME path and any
+    batched prediction then run there)."""
     from tqdm.auto import tqdm
 
     jobs = validate.integer(jobs, "jobs")
     if jobs == 0 or jobs < -1:
         raise ValueError(f"jobs must be a positive int (or -1 for all cores), got {jobs}")
-    if scheduler is not None and not isinstance(scheduler, str):
-        raise TypeError(f"scheduler must be an address string, got {type(scheduler).__name__}")
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise TypeError(f"scheduler must be an address string, got {scheduler!r}")
+    device = _device(device, scheduler)
     out = store.prepare(out)
     settings = study.settings()
     store.check_meta(out, settings)                  # refuses before anything is written
     done = store.done_keys(out, study.key_columns) if out.is_dir() else set()
     chunks = study.plan(done)
     skipped = len(done)
-    client = _dask_client(scheduler) if scheduler else None
-    store.write_meta(out, settings)
+    bundle = _bundle(study)                          # read and verified before anything runs
     t0 = time.perf_counter()
-    n_rows = sum(len(c) for c in chunks)
+    workers = open_workers(jobs, scheduler)
+    ok = False
     try:
+        if bundle is not None:
+            workers.install(bundle, device)
+            if chunks:
+                workers.prepare()                    # ship it now: errors before any writing
+        store.write_meta(out, settings)
+        n_rows = sum(len(c) for c in chunks)
         bar = tqdm(total=n_rows, desc=study.name, unit="row", disable=not progress,
                    smoothing=0.05)
-        for i, rows in enumerate(parallel(study.task(), chunks, jobs, client)):
+        for i, rows in enumerate(workers.map_unordered(study.task(), chunks)):
             order = min((r.get("rank", i) for r in rows), default=i)
             store.write_part(out, rows, order)
             bar.update(len(rows))
         bar.close()
-        finished = study.finish(out, jobs, client, progress)
+        finished = study.finish(out, jobs, workers, progress)
+        seconds = time.perf_counter() - t0
+        report = RunReport(out=out, computed=n_rows, skipped=skipped, seconds=seconds,
+                           finished=finished, workers=workers.describe(), device=device)
+        ok = True
     finally:
-        if client is not None:
-            client.close()
-    return RunReport(out=out, computed=n_rows, skipped=skipped,
-                     seconds=time.perf_counter() - t0, finished=finished)
+        workers.close(abort=not ok)
+    store.log_run(out, {"study": study.name, "workers": report.workers, "jobs": jobs,
+                        "scheduler": scheduler, "device": device, "computed": report.computed,
+                        "skipped": skipped, "finished": finished, "seconds": round(seconds, 3),
+                        "model": None if bundle is None else
+                        {"name": bundle.ref.name, "manifest_sha256": bundle.ref.digest}})
+    return report
 
 
 def chunked(items: Iterable[dict[str, Any]], size: int, group: str | None = None

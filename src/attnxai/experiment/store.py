@@ -1,20 +1,27 @@
-"""An experiment's results folder: parquet parts written atomically, and ``_meta.json``, the
-settings that produced them (checked before anything is written when a run resumes)."""
+"""An experiment's results folder: parquet parts written atomically, ``_meta.json``, the
+settings that produced them (checked before anything is written when a run resumes), and
+``_runs.jsonl``, one line per finished run (when, where: workers, device, attnxai version, what it
+computed and how long it took)."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import os
+import socket
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_meta", "done_keys", "load_results", "parts", "prepare", "write_meta",
-           "write_part"]
+__all__ = ["TIMING_COLUMNS", "check_meta", "content_digest", "done_keys", "load_results",
+           "log_run", "parts", "prepare", "runs", "write_meta", "write_part"]
 
 META = "_meta.json"
+RUNS = "_runs.jsonl"
+#: Columns that measure time, not results: left out when two runs are compared.
+TIMING_COLUMNS = ("seconds", "cpu_seconds")
 
 
 def parts(out: Path) -> list[Path]:
@@ -81,6 +88,30 @@ def write_meta(out: Path, settings: dict[str, Any]) -> None:
     os.replace(tmp, out / META)
 
 
+def log_run(out: Path, record: dict[str, Any]) -> None:
+    """Append one finished run to the folder's ``_runs.jsonl`` (with the time, host and attnxai
+    version); nothing in it is checked on resume."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("attnxai")
+    except PackageNotFoundError:
+        ours = "unknown"
+    line = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": socket.gethostname(), "attnxai": ours, **record}
+    with open(Path(out) / RUNS, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line, default=str) + "\n")
+
+
+def runs(out: str | os.PathLike) -> list[dict[str, Any]]:
+    """The runs logged in a results folder, oldest first."""
+    path = Path(out) / RUNS
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
 def load_results(path: str | os.PathLike, keys: Iterable[str] = ("test_index", "bow"),
                  sort: Sequence[str] = ("rank", "bow")) -> "pd.DataFrame":  # noqa: F821
     """All rows of a results folder (or one parquet file), without duplicate keys, sorted by
@@ -106,3 +137,44 @@ def load_results(path: str | os.PathLike, keys: Iterable[str] = ("test_index", "
         asc = [df[c].dtype != bool for c in sort]
         df = df.sort_values(sort, ascending=asc)
     return df.reset_index(drop=True)
+
+
+def _canonical(value: Any) -> Any:
+    """A value as exact, JSON-able data: floats by their bits (``float.hex``), arrays as lists."""
+    import numpy as np
+
+    if value is None or isinstance(value, (str, bool, np.bool_)):
+        return value if not isinstance(value, np.bool_) else bool(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value).hex()
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in sorted(value.items())}
+    return repr(value)
+
+
+def content_digest(results: "str | os.PathLike | pd.DataFrame",  # noqa: F821
+                   keys: Sequence[str] = ("test_index", "bow"),
+                   exclude: Iterable[str] = TIMING_COLUMNS) -> str:
+    """sha256 of the rows of a results folder (or of a DataFrame of its rows), bit for bit (every
+    float by its bits), whatever the parts they were written in and their order; ``exclude``:
+    columns left out (the timings). Two runs gave bit-identical results if and only if their
+    digests are equal."""
+    import hashlib
+
+    import pandas as pd
+
+    if isinstance(results, pd.DataFrame):
+        df = results.drop_duplicates(subset=list(keys), keep="first")
+        df = df.sort_values(list(keys), ascending=[df[c].dtype != bool for c in keys])
+    else:
+        df = load_results(results, keys=keys, sort=keys)
+    df = df.drop(columns=[c for c in exclude if c in df.columns])
+    cols = sorted(df.columns)
+    h = hashlib.sha256(json.dumps(cols).encode())
+    for row in df[cols].itertuples(index=False, name=None):
+        h.update(json.dumps([_canonical(v) for v in row]).encode() + b"\n")
+    return h.hexdigest()
