@@ -143,6 +143,8 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address, e.g. tcp://host:8786 (pip install attnxai[dask])")
     p.add_argument("--chunk", type=int, default=10, help="reviews per task (default 10)")
+    p.add_argument("--device", default="cpu",
+                   help="where the workers run the model (default cpu; e.g. cuda)")
     p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
     p.add_argument("--no-progress", action="store_true")
 
@@ -183,7 +185,7 @@ def _faith_run(args: argparse.Namespace) -> int:
                               kernel_width=args.kernel_width, backend=args.backend,
                               jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                               archive=args.archive, progress=not args.no_progress,
-                              target=args.target)
+                              target=args.target, device=args.device)
     runs = Path(report.out) / "_runs.json"
     log = json.loads(runs.read_text()) if runs.is_file() else []
     log.append({"argv": sys.argv, "started": started.isoformat(timespec="seconds"),

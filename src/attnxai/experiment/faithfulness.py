@@ -41,6 +41,7 @@ from ..faithfulness import (ALL_METHODS, CURVE_FRACTIONS, DEFAULT_SELECTIONS, PE
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, review_order
 from .runner import RunReport, Study, chunked, run
+from .transport import ModelRef
 
 __all__ = ["COLUMNS", "FaithfulnessStudy", "GROUPS", "SUMMARY_METRICS", "agreement_summary",
            "bootstrap_means", "curve_summary", "faithfulness_row", "metric_column",
@@ -137,17 +138,11 @@ def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[
     return row
 
 
-@functools.lru_cache(maxsize=4)
-def _load(model_path: str):
-    from ..checkpoint import load
-
-    return load(model_path)
-
-
-def _run_chunk(model_path: str, settings: dict[str, Any], items: list[dict[str, Any]]
+def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, Any]]
                ) -> list[dict[str, Any]]:
-    """Worker: the rows of a chunk of reviews, one torch and one BLAS thread."""
-    pre = _load(model_path)
+    """Worker: the rows of a chunk of reviews, one torch and one BLAS thread, on the model the
+    runner shipped (verified against its manifest)."""
+    pre = model.load()
     rows = []
     with single_threaded():
         for item in items:
@@ -257,8 +252,11 @@ class FaithfulnessStudy(Study):
                           "rating": r.rating, "text": self._text(idx)})
         return chunked(items, self.chunk)
 
+    def model(self):
+        return self.pre                          # shipped to every worker once, verified
+
     def task(self):
-        return functools.partial(_run_chunk, str(self.pre.path), self.settings())
+        return functools.partial(_run_chunk, self.model_ref(), self.settings())
 
 
 def run_faithfulness(out: Any, *, profile: str = "paper", reviews: int = 1000,
@@ -267,13 +265,14 @@ def run_faithfulness(out: Any, *, profile: str = "paper", reviews: int = 1000,
                      selections: str | Iterable[str] | None = None, num_samples: int = 5000,
                      kernel_width: float = 25.0, backend: str = "auto", jobs: int = 1,
                      scheduler: str | None = None, chunk: int = 10, archive: str | None = None,
-                     progress: bool = True, target: int | str = 1) -> RunReport:
+                     progress: bool = True, target: int | str = 1,
+                     device: str = "cpu") -> RunReport:
     """Run (or resume) the faithfulness study into the folder ``out`` (module docstring)."""
     study = FaithfulnessStudy(profile=profile, reviews=reviews, methods=methods,
                               perturbations=perturbations, selections=selections,
                               num_samples=num_samples, kernel_width=kernel_width,
                               backend=backend, chunk=chunk, archive=archive, target=target)
-    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress)
+    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device)
 
 
 # ---------------------------------------------------------------- reading the results
