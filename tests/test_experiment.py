@@ -134,6 +134,10 @@ def test_scheduler_without_distributed(tmp_path, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "distributed", None)     # as if it were not installed
+    # and as if no earlier test had imported the Dask runner (it imports distributed at the top)
+    monkeypatch.delitem(sys.modules, "attnxai.experiment.cluster", raising=False)
+    import attnxai.experiment as experiment_pkg
+    monkeypatch.delattr(experiment_pkg, "cluster", raising=False)
     with pytest.raises(RuntimeError, match=r"pip install .*attnxai\[dask\]"):
         X.run_lime_corpus(tmp_path / "d", reviews=1, scheduler="tcp://127.0.0.1:1", **SMALL)
 
