@@ -21,12 +21,50 @@ from attnxai import course
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = course.chapters(ROOT)
 LAUNCHED = course.launched(ROOT)
+TOC_CHAPTERS = course.toc_chapters(ROOT)
 PAGES = CHAPTERS + sorted((ROOT / "book").glob("*.md"))
 
 
-def test_chapters_1_to_4_have_the_launch_cell():
-    names = {p.stem for p in LAUNCHED}
-    assert {"01_model", "02_attention", "03_gradient", "04_gradient_variants"} <= names
+def test_the_toc_lists_the_chapters():
+    names = [p.stem for p in TOC_CHAPTERS]
+    assert names[:7] == ["01_model", "02_attention", "03_gradient", "04_gradient_variants",
+                         "05_lime_text", "06_lime_attention", "07_faithfulness"]
+    # every chapter written is in the book (only_build_toc_files would drop it silently)
+    assert {p.resolve() for p in CHAPTERS} <= {p.resolve() for p in TOC_CHAPTERS}
+
+
+@pytest.mark.parametrize("md", TOC_CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_of_the_toc_opens_with_the_launch_cell(md):
+    """Every chapter the table of contents lists (a new one too): the title, the learning
+    objectives, a few lines of introduction, then the launch cell as the first code cell (input
+    hidden), and an .ipynb beside it."""
+    problems = course.opening_problems(md)
+    assert not problems, f"{md.relative_to(ROOT)} (listed in _toc.yml): " + "; ".join(problems)
+
+
+def test_a_new_chapter_in_the_toc_without_the_conventions_is_caught(tmp_path):
+    """A chapter added to a numbered part of _toc.yml (say, 08 and 09 in "Beyond one layer") is
+    one of toc_chapters, and one without the launch cell and its .ipynb has opening problems."""
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n"
+        "  - caption: Front matter\n    chapters:\n      - file: book/launch\n"
+        "  - caption: Beyond one layer\n    numbered: true\n    chapters:\n"
+        "      - file: notebooks/08_layers\n        sections:\n          - file: book/extra\n"
+        "  - caption: Back matter\n    chapters:\n      - file: notebooks/09_more.md\n")
+    found = course.toc_chapters(tmp_path)
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == [
+        "notebooks/08_layers.md", "book/extra.md", "notebooks/09_more.md"]
+    good = (ROOT / "notebooks" / "01_model.md").read_text()
+    (tmp_path / "notebooks" / "08_layers.md").write_text(good)
+    (tmp_path / "notebooks" / "08_layers.ipynb").write_text("{}")
+    assert course.opening_problems(tmp_path / "notebooks" / "08_layers.md") == []
+    bare = good.replace(course.launch_cell_md(course.repository_url(ROOT)) + "\n", "")
+    (tmp_path / "notebooks" / "09_more.md").write_text(bare)
+    problems = course.opening_problems(tmp_path / "notebooks" / "09_more.md")
+    assert any("launch cell" in p for p in problems) and any(".ipynb" in p for p in problems)
+    assert course.opening_problems(tmp_path / "book" / "extra.md") == [
+        f"{tmp_path / 'book' / 'extra.md'} does not exist"]
 
 
 @pytest.mark.parametrize("md", LAUNCHED, ids=lambda p: p.stem)

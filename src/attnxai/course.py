@@ -181,6 +181,62 @@ def chapters(root: str | os.PathLike = ".") -> list[Path]:
     return files
 
 
+def toc_chapters(root: str | os.PathLike = ".", toc: str | os.PathLike | None = None) -> list[Path]:
+    """The book's chapters in the order of its table of contents (``_toc.yml`` of ``root``, or
+    ``toc``): every file of a numbered part (front and back matter are not numbered) and every
+    file under ``notebooks/``, with their sections. These are the pages that must follow the
+    chapter conventions (README.md); a file listed but missing is returned too, so that a test
+    reports it."""
+    import yaml
+
+    root = Path(root)
+    data = yaml.safe_load(Path(toc if toc is not None else root / "_toc.yml").read_text())
+    out: list[Path] = []
+
+    def walk(entries, numbered):
+        for entry in entries or []:
+            name = entry.get("file")
+            if name and (numbered or name.startswith("notebooks/")):
+                path = root / name
+                path = path if path.suffix else path.with_suffix(".md")
+                if path not in out:
+                    out.append(path)
+            walk(entry.get("sections"), numbered)
+
+    for part in data.get("parts", []):
+        walk(part.get("chapters"), bool(part.get("numbered")))
+    walk(data.get("chapters"), bool(data.get("defaults", {}).get("numbered")))
+    return out
+
+
+def opening_problems(md: str | os.PathLike) -> list[str]:
+    """What is wrong with how chapter ``md`` opens (empty: nothing): its title, the learning
+    objectives and a few lines of introduction, then the launch cell as the first code cell, with
+    its input hidden, and the ``.ipynb`` beside it."""
+    md = Path(md)
+    if not md.is_file():
+        return [f"{md} does not exist"]
+    text = md.read_text()
+    problems = []
+    if launch_cell_source(text) is None:
+        problems.append("the first code cell is not the launch cell (run `python -m attnxai "
+                        "notebooks --launch-cells`)")
+    start = text.find("```{code-cell}")
+    head = text if start < 0 else text[:start]
+    body = head.split("\n---\n", 1)[1] if head.startswith("---\n") else head
+    if len(re.findall(r"^# \S", body, re.MULTILINE)) != 1:
+        problems.append("one title (# ...) must come before the launch cell")
+    if re.search(r"^#{2,} ", body, re.MULTILINE):
+        problems.append("a section starts before the launch cell")
+    if not re.search(r"^:{3,}\{admonition\} Learning objectives", body, re.MULTILINE):
+        problems.append("no learning objectives before the launch cell")
+    if start >= 0 and not text[start:].startswith("```{code-cell} ipython3\n:tags: [hide-input]\n"):
+        problems.append("the launch cell is not tagged hide-input")
+    if not md.with_suffix(".ipynb").is_file():
+        problems.append(f"no {md.stem}.ipynb beside it (run `python -m attnxai notebooks`)")
+    return problems
+
+
 def launched(root: str | os.PathLike = ".") -> list[Path]:
     """The chapters whose first code cell is the launch cell (they get an ``.ipynb``)."""
     return [md for md in chapters(root) if launch_cell_source(md.read_text()) is not None]
@@ -203,13 +259,15 @@ def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.Path
 
 
 def stale_notebooks(root: str | os.PathLike = ".") -> list[str]:
-    """Problems with the ``.ipynb`` beside the chapters: missing for a chapter with a launch cell,
-    or different from what its ``.md`` gives."""
+    """Problems with the ``.ipynb`` beside the chapters: missing for a chapter with a launch cell
+    or listed in the table of contents (:func:`toc_chapters`), or different from what its ``.md``
+    gives."""
     stale, macros = [], macros_markdown(root)
+    in_toc = {p.resolve() for p in toc_chapters(root)}
     for md in chapters(root):
         path = md.with_suffix(".ipynb")
         if not path.is_file():
-            if launch_cell_source(md.read_text()) is not None:
+            if launch_cell_source(md.read_text()) is not None or md.resolve() in in_toc:
                 stale.append(f"{path}: missing")
         elif path.read_text() != dumps(chapter_notebook(md, macros=macros)):
             stale.append(f"{path}: differs from {md.name}")
