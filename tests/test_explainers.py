@@ -276,6 +276,42 @@ def test_plots_for_these_chapters():
     assert html.count("<div") == 2 and "GxI" in html and "LIME" in html
 
 
+def test_figures_are_displayed_with_readable_text():
+    """setup() raises every text below MIN_FONT to MIN_FONT when IPython displays a figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from matplotlib.figure import Figure
+
+    from attnxai import plots
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], label="a line")
+    ax.legend(fontsize=7)
+    ax.set_title("title", fontsize=12)
+    assert plots.readable(fig)
+    assert min(t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+               if t.get_text().strip()) == plots.MIN_FONT
+    assert ax.title.get_fontsize() == 12 and not plots.readable(fig)
+    plt.close(fig)
+
+    shell = InteractiveShell.instance()
+    try:
+        plots.setup()
+        plots.setup()                               # twice: wrapped once
+        png = shell.display_formatter.formatters["image/png"]
+        assert png.lookup_by_type(Figure)._attnxai_readable
+        fig, ax = plt.subplots()
+        ax.set_xlabel("x", fontsize=6)
+        png(fig)
+        assert ax.xaxis.label.get_fontsize() == plots.MIN_FONT
+        plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()
+
+
 def test_distinct_head_tops():
     alpha = torch.tensor([[[0.1, 0.8, 0.1], [0.1, 0.7, 0.2]], [[0.9, 0.05, 0.05], [0.1, 0.2, 0.7]]])
     mask = torch.tensor([[False, True, True], [False, True, True]])

@@ -4,6 +4,8 @@ The book's figures are drawn for a 750-pixel column: at most :data:`MAX_WIDTH` i
 100 dpi, text of at least 10 pt, and saved at twice that resolution (``retina``: 200 dpi, shown at
 half size), so that they are sharp on high-density screens and their labels stay readable when a
 phone shows them at three quarters of their size (the book's script lets them scroll there).
+:func:`setup` enforces the smallest text size on every figure a notebook displays
+(:func:`readable`), whatever size a cell asked for.
 """
 
 from __future__ import annotations
@@ -39,6 +41,48 @@ def setup() -> None:
         set_matplotlib_formats("retina")
     except ImportError:    # pragma: no cover - matplotlib_inline comes with IPython
         pass
+    _readable_when_displayed()
+
+
+def readable(fig, min_font: float = MIN_FONT) -> bool:
+    """Raise every visible text of ``fig`` smaller than ``min_font`` points (tick labels, legends,
+    annotations, titles) to ``min_font``; True if any changed. The layout is left as it is (the
+    figure is saved with ``bbox_inches="tight"``, so nothing is cut off)."""
+    from matplotlib.text import Text
+
+    changed = False
+    for text in fig.findobj(Text):
+        if text.get_visible() and text.get_text().strip() and text.get_fontsize() < min_font:
+            text.set_fontsize(min_font)
+            changed = True
+    return changed
+
+
+def _readable_when_displayed() -> None:
+    """Inside IPython, apply :func:`readable` to every matplotlib figure before it is rendered
+    for display (the inline backend displays figures through these formatters)."""
+    try:
+        from IPython import get_ipython
+        from matplotlib.figure import Figure
+    except ImportError:    # pragma: no cover
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    for fmt in ip.display_formatter.formatters.values():
+        try:
+            render = fmt.lookup_by_type(Figure)
+        except KeyError:
+            continue
+        if getattr(render, "_attnxai_readable", False):
+            continue
+
+        def render_readable(fig, *args, _render=render, **kwargs):
+            readable(fig)
+            return _render(fig, *args, **kwargs)
+
+        render_readable._attnxai_readable = True
+        fmt.for_type(Figure, render_readable)
 
 
 def token_html(tokens: Sequence[str], weights: Sequence[float], *, scale: float | None = None,
@@ -233,6 +277,6 @@ def ci_forest(table, *, y: str = "method", hue: str | None = None, x: str = "mea
     if reference is not None:
         ax.axvline(reference, color="0.5", lw=0.8, ls="--")
     if hue is not None:
-        ax.legend(title=hue, fontsize=8, title_fontsize=8, loc="best")
+        ax.legend(title=hue, loc="best")
     ax.set_xlabel(xlabel or x)
     return ax
