@@ -30,11 +30,22 @@
     if (prev && prev.classList.contains("attnxai-scroll-hint")) prev.remove();
   }
 
+  // The width an image may take: the content box of its nearest block container (not the
+  // article's clientWidth, which includes its padding).
+  function room(img) {
+    var box = img.parentElement;
+    while (box && box.clientWidth === 0) box = box.parentElement;
+    if (!box) return 0;
+    var cs = getComputedStyle(box);
+    return box.clientWidth - (parseFloat(cs.paddingLeft) || 0) - (parseFloat(cs.paddingRight) || 0);
+  }
+
   // On a narrow screen a figure keeps at least 3/4 of its drawn size (labels stay readable)
   // and scrolls sideways instead of shrinking to the column.
   function sizeFigures(art) {
-    var col = art.clientWidth;
     art.querySelectorAll(".cell_output img").forEach(function (img) {
+      var col = room(img);
+      if (!col) return;
       // the drawn size: the width the notebook gave (retina: half the pixels), else the pixels
       if (!img.dataset.attnxaiWidth) {
         var w0 = parseFloat(img.style.width) || parseFloat(img.getAttribute("width")) || img.naturalWidth;
