@@ -3,6 +3,9 @@ tests/test_book.py (the build itself) and tests/test_browser.py (the site in a r
 
 ``ATTNXAI_TEST_SITE=/path/to/_build/html`` uses an already built site instead (e.g. to run the
 browser test against another branch's site); nothing is built then.
+``ATTNXAI_TEST_TOC=/path/to/_toc.yml`` builds (or, with ``ATTNXAI_TEST_SITE``, reads) a book of
+that table of contents instead of _toc.yml (e.g. a few chapters); the browser test checks the
+chapters it lists.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "test"
 HTML = OUT / "_build" / "html"
+TOC = Path(os.environ.get("ATTNXAI_TEST_TOC") or ROOT / "_toc.yml").resolve()
 
 
 class BuildFailed(RuntimeError):
@@ -35,8 +39,9 @@ def build_site() -> tuple[Path, str, float]:
                           "pip install -e '.[book]'")
     env = {**os.environ, "ATTNXAI_PROFILE": "quick"}
     start = time.perf_counter()
+    toc = ["--toc", str(TOC)] if TOC != (ROOT / "_toc.yml").resolve() else []
     out = subprocess.run([str(jb), "build", str(ROOT), "-W", "--keep-going",
-                          "--path-output", str(OUT)],
+                          "--path-output", str(OUT), *toc],
                          capture_output=True, text=True, env=env, cwd=ROOT)
     seconds = time.perf_counter() - start
     log = out.stdout + out.stderr

@@ -8,6 +8,12 @@ content wider than its column without a scroll hint, theorem and exercise boxes,
 resolution with captions and alt text, launch and download links, broken internal links. Then the
 search page and a solution dropdown are used as a person would.
 
+The chapter conventions (README.md: the launch cell first, figures with captions and alt text at
+2x, exercises numbered per chapter, an .ipynb for Colab, a row in the syllabus) are checked on
+EVERY chapter the table of contents lists (``attnxai.course.toc_chapters``: the numbered parts and
+``notebooks/``), so a chapter added to _toc.yml without them fails here. The table of contents is
+the one the site was built from (tests/booksite.py: ``ATTNXAI_TEST_TOC``, default _toc.yml).
+
 ``ATTNXAI_CHROMIUM`` overrides the browser (default /usr/bin/chromium; `.ci/run` installs the
 Debian package `chromium` when it is missing).
 """
@@ -27,7 +33,8 @@ from urllib.parse import unquote, urljoin, urlparse
 import pytest
 import yaml
 
-from booksite import ROOT, BuildFailed, build_site
+from attnxai import course
+from booksite import ROOT, TOC, BuildFailed, build_site
 
 pytestmark = pytest.mark.slow
 
@@ -70,6 +77,21 @@ JS_IMAGES = """() => Array.from(document.images).map(img => {
           caption: (img.closest("figure") && img.closest("figure").querySelector("figcaption"))
                    ? img.closest("figure").querySelector("figcaption").textContent.trim() : ""};
 })"""
+
+JS_CHAPTER = """() => {
+  const art = document.querySelector("article.bd-article");
+  if (!art) return null;
+  const num = art.querySelector("h1 .section-number");
+  const cell = art.querySelector(".cell");
+  const input = cell && cell.querySelector(".cell_input");
+  const source = input && input.querySelector("pre");
+  const output = cell && cell.querySelector(".cell_output");
+  return {number: num ? num.textContent.trim().replace(/\\.$/, "") : null,
+          first_cell_source: source ? source.textContent : "",
+          first_cell_input_shown: !!input && !input.closest("details:not([open])")
+                                  && input.checkVisibility(),
+          first_cell_output: output ? output.textContent : ""};
+}"""
 
 JS_OVERFLOW = """() => {
   const art = document.querySelector("article.bd-article");
@@ -161,10 +183,14 @@ def _source(page: str) -> Path | None:
     return md if md.is_file() else None
 
 
-def _launched(page: str) -> bool:
-    """Chapters that follow the launch conventions (first code cell = launch cell)."""
-    md = _source(page)
-    return md is not None and "# Launch cell:" in md.read_text()
+def _chapters() -> list[str]:
+    """The pages of the chapters the table of contents lists, in its order: every one must
+    follow the conventions."""
+    return [p.relative_to(ROOT).with_suffix(".html").as_posix()
+            for p in course.toc_chapters(ROOT, TOC)]
+
+
+CHAPTERS = _chapters()
 
 
 @pytest.fixture(scope="module")
@@ -217,6 +243,7 @@ def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
             titles: Array.from(document.querySelectorAll("article .exercise .admonition-title")).map(e => e.textContent.trim())})""")
         out["links"] = page.evaluate("""() => Array.from(document.querySelectorAll("a[href]")).map(a => ({
             href: a.getAttribute("href"), text: a.textContent.trim()}))""")
+        out["chapter"] = page.evaluate(JS_CHAPTER)
     page.close()
     return out
 
@@ -260,12 +287,12 @@ def test_wide_content_scrolls_with_a_hint(visits):
 
 
 def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
-    """In the chapters that follow the conventions (a launch cell): every figure has a caption
-    and alt text (not a file name), is drawn at twice its CSS size, and is not shrunk so much
-    that its labels become unreadable, on a desktop or a phone."""
+    """In every chapter of the table of contents: every figure has a caption and alt text (not a
+    file name), is drawn at twice its CSS size, and is not shrunk so much that its labels become
+    unreadable, on a desktop or a phone."""
     problems = {}
     for (screen, page), v in visits.items():
-        if not _launched(page):
+        if page not in CHAPTERS:
             continue
         found = []
         for im in v["images"]:
@@ -274,7 +301,8 @@ def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
             name = im["src"].rsplit("/", 1)[-1]
             if screen == "desktop":
                 alt = (im["alt"] or "").strip()
-                if not alt or re.search(r"\.(png|svg|jpe?g)$|/|^[\w-]+$", alt):
+                # a file name or path (one word, no spaces) is not a description
+                if not alt or re.search(r"\.(png|svg|jpe?g)$", alt) or re.fullmatch(r"[\w./-]+", alt):
                     found.append(f"{name}: alt text {alt!r}")
                 if not im["caption"]:
                     found.append(f"{name}: no caption")
@@ -308,11 +336,57 @@ def test_theorem_exercise_and_solution_boxes(visits):
     assert not any(problems.values()), _report(problems)
     # exercises are numbered per chapter: "Exercise <chapter>.1", "<chapter>.2", ...
     for page, titles in numbering.items():
-        if titles and page.startswith("notebooks/"):
+        if titles and (page in CHAPTERS or page.startswith("notebooks/")):
             nums = [re.search(r"Exercise\s+(\d+)\.(\d+)", t) for t in titles]
             assert all(nums), f"{page}: exercise titles {titles} are not numbered per chapter"
             assert [int(m.group(2)) for m in nums] == list(range(1, len(nums) + 1)), titles
             assert len({m.group(1) for m in nums}) == 1, titles
+
+
+def test_every_chapter_of_the_toc_follows_the_conventions(visits):
+    """Every chapter _toc.yml lists is in the site and follows the conventions: the launch cell
+    first (input hidden, its output saying which model runs), a chapter number, exercises
+    numbered with it ("Exercise 7.1", ...), and a row in the syllabus for the chapter and for each
+    of its exercises. (Figures: the test above; Colab, Binder and the .ipynb download: the links
+    test below; the .ipynb in sync: tests/test_notebooks_sync.py.)"""
+    assert CHAPTERS, f"no chapter in {TOC}"
+    problems = {}
+    syllabus = visits.get(("desktop", "book/syllabus.html"))
+    assert syllabus is not None, "the site has no syllabus page (book/syllabus.html)"
+    listed = {urlparse(urljoin("http://x/book/syllabus.html", a["href"])).path.lstrip("/")
+              for a in syllabus["links"]}
+    numbers = []
+    for page in CHAPTERS:
+        v = visits.get(("desktop", page))
+        if v is None:
+            problems[page] = [f"listed in {TOC.name} but not in the site"]
+            continue
+        found, ch = [], v["chapter"] or {}
+        if not ch.get("first_cell_source", "").lstrip().startswith(course.LAUNCH_MARKER):
+            found.append("the first code cell is not the launch cell")
+        elif ch["first_cell_input_shown"]:
+            found.append("the launch cell's source is shown (tag it hide-input)")
+        elif not re.search(r"attnxai \S+: profile '(paper|quick)'", ch["first_cell_output"]):
+            found.append(f"the launch cell does not say which model runs: "
+                         f"{ch['first_cell_output'][:120]!r}")
+        number = ch.get("number")
+        if not number or not number.isdigit():
+            found.append(f"no chapter number in the title ({number!r}): is its part numbered?")
+        numbers.append(number)
+        titles = v["counts"]["titles"]
+        if not titles:
+            found.append("no exercise")
+        for t in titles:
+            m = re.search(r"Exercise\s+(\d+)\.(\d+)", t)
+            if not m or m.group(1) != number:
+                found.append(f"exercise {t!r} is not numbered in chapter {number}")
+            elif not re.search(rf"(?<![\d.]){m.group(1)}\.{m.group(2)}(?![\d.])", syllabus["text"]):
+                found.append(f"exercise {m.group(1)}.{m.group(2)} is not in the syllabus")
+        if page not in listed:
+            found.append("the syllabus does not link to it")
+        problems[page] = found
+    assert not any(problems.values()), _report(problems)
+    assert len(set(numbers)) == len(numbers), f"chapter numbers repeat: {numbers}"
 
 
 def test_launch_download_and_repository_links(visits, site):
@@ -329,9 +403,9 @@ def test_launch_download_and_repository_links(visits, site):
         md = _source(page)
         is_notebook = md is not None and md.read_text().lstrip().startswith("---") \
             and "kernelspec" in md.read_text()[:400]
-        if is_notebook and page.startswith("notebooks/"):
+        if page in CHAPTERS or (is_notebook and page.startswith("notebooks/")):
             stem = Path(page).with_suffix("").as_posix()
-            ext = r"\.ipynb" if _launched(page) else r"\.(ipynb|md)"
+            ext = r"\.ipynb" if page in CHAPTERS else r"\.(ipynb|md)"
             binder = [h for h in hrefs if h.startswith("https://mybinder.org/")]
             colab = [h for h in hrefs if h.startswith("https://colab.research.google.com/")]
             want_b = (rf"^https://mybinder\.org/v2/gh/{re.escape(owner_repo)}/{re.escape(branch)}"
@@ -340,7 +414,7 @@ def test_launch_download_and_repository_links(visits, site):
                 found.append(f"Binder link {binder}")
             want_c = (rf"^https://colab\.research\.google\.com/github/{re.escape(owner_repo)}/"
                       rf"blob/{re.escape(branch)}/{re.escape(stem)}")
-            if _launched(page):
+            if page in CHAPTERS:
                 if len(colab) != 1 or not re.match(want_c + r"\.ipynb$", colab[0]):
                     found.append(f"Colab link {colab}")
                 elif not (ROOT / f"{stem}.ipynb").is_file():
