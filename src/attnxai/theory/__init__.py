@@ -6,7 +6,9 @@
 this book's limit; built from :mod:`~attnxai.theory.lime_inputs`,
 :mod:`~attnxai.theory.lime_formula`, :mod:`~attnxai.theory.lime_quadrature`,
 :mod:`~attnxai.theory.lime_chain`, :mod:`~attnxai.theory.lime_independent`,
-:mod:`~attnxai.theory.lime_kernels` and :mod:`~attnxai.theory.lime_symbolic`),
+:mod:`~attnxai.theory.lime_binomial`, :mod:`~attnxai.theory.lime_kernels` and
+:mod:`~attnxai.theory.lime_symbolic`; :mod:`~attnxai.theory.lime_exhaustive` computes the limit by
+brute force on short documents and maps where the closed forms hold),
 :mod:`~attnxai.theory.approximations` (the table the corpus experiment compares with LIME).
 """
 
