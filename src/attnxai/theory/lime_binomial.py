@@ -32,7 +32,7 @@ import numpy as np
 
 from ..threads import one_blas_thread
 from .lime_inputs import Tables, token_layout
-from .lime_kernels import _FAST, _jit, _table_entry, aligned, aligned_empty
+from .lime_kernels import _FAST, _jit, _table_entry, arena
 from .lime_quadrature import lambda_rule_doubling
 
 __all__ = ["binomial_delete", "binomial_effects", "binomial_windows"]
@@ -263,26 +263,23 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, wl
 
 def binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, lam, wts, ksub,
                     delta, phi, tol=1e-14):
-    """:func:`_binomial_delete` (docstring there) on aligned copies and work arrays; adds to
-    ``delta`` (n_nodes, d) and ``phi`` (n_nodes,)."""
+    """:func:`_binomial_delete` (docstring there) on one arena per call
+    (:func:`attnxai.theory.lime_kernels.arena`: fixed relative addresses, the same bits every
+    call); adds to ``delta`` (n_nodes, d) and ``phi`` (n_nodes,)."""
     n, d = len(ea), delta.shape[1]
-    nodes = aligned(nodes)
-    n_other = np.ascontiguousarray(n_other, dtype=np.int64)
-    lo = np.zeros((nodes.size, n), dtype=np.int64)
-    length = np.zeros((nodes.size, n), dtype=np.int64)
-    offset = np.zeros((nodes.size, n), dtype=np.int64)
-    pmf = aligned_empty(max(int(nodes.size * (n_other.sum() + 2 * n)), 1))
-    binomial_windows(n_other, nodes, tol, lo, length, offset, pmf)
-    dl, ph = aligned(delta), aligned(phi)
-    tok = [aligned_empty(n) for _ in range(10)]
-    wrd = [aligned_empty(d) for _ in range(8)]
-    _binomial_delete(aligned(ea), aligned(cw), np.ascontiguousarray(base, dtype=np.int64),
-                     n_other, np.ascontiguousarray(owner, dtype=np.int64),
-                     np.ascontiguousarray(first, dtype=np.int64), aligned(eb), aligned(ebr),
-                     float(h0), nodes, lo, length, offset, pmf, aligned(lam), aligned(wts),
-                     int(ksub), dl, ph, aligned_empty((int(ksub), n * (n + 3) // 2 + 1)),
-                     aligned_empty(n * (n + 3) // 2 + 1), aligned_empty(n * (n + 3) // 2 + 1),
-                     *tok[:2], tok[2], tok[3],
-                     tok[4], tok[5], *wrd[:4], tok[6], tok[7], tok[8], tok[9], *wrd[4:])
-    delta[...] = dl
-    phi[...] = ph
+    f, i8 = np.float64, np.int64
+    n_other = np.ascontiguousarray(n_other, dtype=i8)
+    nodes_ = np.asarray(nodes, f)
+    lo = np.zeros((nodes_.size, n), dtype=i8)
+    length, offset = np.zeros_like(lo), np.zeros_like(lo)
+    pmf = np.empty(max(int(nodes_.size * (n_other.sum() + 2 * n)), 1))
+    binomial_windows(n_other, nodes_, tol, lo, length, offset, pmf)
+    cells = n * (n + 3) // 2 + 1
+    v = arena(np.asarray(ea, f), np.asarray(cw, f), np.asarray(base, i8), n_other,
+              np.asarray(owner, i8), np.asarray(first, i8), np.asarray(eb, f), np.asarray(ebr, f),
+              nodes_, lo, length, offset, pmf, np.asarray(lam, f), np.asarray(wts, f),
+              np.asarray(delta, f), np.asarray(phi, f), ((int(ksub), cells), f), (cells, f),
+              (cells, f), *[(n, f)] * 6, *[(d, f)] * 4, *[(n, f)] * 4, *[(d, f)] * 4)
+    _binomial_delete(*v[:8], float(h0), *v[8:15], int(ksub), *v[15:])
+    delta[...] = v[15]
+    phi[...] = v[16]

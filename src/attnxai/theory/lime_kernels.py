@@ -35,8 +35,8 @@ try:
 except ImportError:  # pragma: no cover - numba is a dependency; the loops still run, slowly
     numba = None
 
-__all__ = ["aligned", "aligned_empty", "bernoulli_sums", "chain_delete", "chain_replace",
-           "fold_profile"]
+__all__ = ["aligned", "aligned_empty", "arena", "bernoulli_sums", "chain_delete",
+           "chain_replace", "fold_profile"]
 
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
 
@@ -346,12 +346,16 @@ def fold_profile(delta, phi, U, V, out):
                 out[k, j] += U[i] * (delta[k, i, j] - mean)
 
 
-# ---------------------------------------------------------------------- aligned wrappers
-# LLVM's vectorised loops peel a few iterations to reach an aligned address, and the peeled
-# iterations are summed apart: a reduction's rounding then depends on where the arrays happen to
-# lie in memory (measured: two results in 8 alignments for one head). Every array a kernel reads
-# or writes in a loop is therefore a copy on a 64-byte boundary, so that each call sums in the
-# same order (tests/test_theory_lime_chain.py calls the limit twice and compares the bits).
+# ---------------------------------------------------------------------- one arena per call
+# Two things make a vectorised loop's rounding depend on where its arrays lie in memory: LLVM may
+# peel iterations to reach an aligned address, and it guards the vector loop with run-time
+# checks that the arrays it writes do not overlap those it reads, comparing *differences of
+# addresses* with the vector width; when two unrelated arrays happen to lie close, the scalar
+# fallback runs instead and sums in another order (measured: the first head's coefficients
+# changed by ~1e-14 from one call to the next when torch or numpy calls in between moved the
+# allocator). Every array a kernel touches is therefore a view into one buffer per call, each
+# on a 64-byte boundary at a fixed offset: the same addresses *relative to each other* on every
+# call, hence the same code path and the same bits (tests/test_theory_lime_chain.py).
 _ALIGN = 8   # float64 elements per 64 bytes
 
 
@@ -372,41 +376,73 @@ def aligned(a) -> np.ndarray:
     return out
 
 
+def arena(*specs) -> list[np.ndarray]:
+    """Views into one 64-byte aligned buffer, in order and at fixed offsets: an array spec is
+    copied (float64, or int64 if it is an integer array), a ``(shape, dtype)`` spec is left
+    uninitialised."""
+    plan = []
+    for spec in specs:
+        if isinstance(spec, np.ndarray) or np.isscalar(spec) or isinstance(spec, list):
+            a = np.asarray(spec)
+            dtype = np.int64 if np.issubdtype(a.dtype, np.integer) else np.float64
+            plan.append((a.shape, dtype, a))
+        else:
+            shape, dtype = spec
+            shape = (shape,) if np.isscalar(shape) else tuple(shape)
+            plan.append((shape, np.dtype(dtype).type, None))
+    sizes = [max(int(np.prod(sh)), 1) for sh, _, _ in plan]
+    padded = [-(-n // _ALIGN) * _ALIGN for n in sizes]
+    buf = aligned_empty(int(sum(padded)))
+    out, pos = [], 0
+    for (shape, dtype, a), n, pn in zip(plan, sizes, padded):
+        v = buf[pos:pos + n]
+        if dtype is np.int64:
+            v = v.view(np.int64)
+        v = v[:int(np.prod(shape))].reshape(shape)
+        if a is not None:
+            v[...] = a
+        out.append(v)
+        pos += pn
+    return out
+
+
 def chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off):
-    """:func:`_chain_delete` (docstring there) on aligned copies and aligned work arrays; adds
-    to ``on`` and ``off``."""
+    """:func:`_chain_delete` (docstring there) on one arena per call; adds to ``on`` and
+    ``off``."""
     n = len(ea)
-    o1, o2 = aligned(on), aligned(off)
-    _chain_delete(aligned(ea), aligned(cw), aligned(eb), aligned(ebr), float(h0), aligned(omega),
-                  float(p), aligned(lam), aligned(wts), int(ksub), o1, o2,
-                  aligned_empty((int(ksub), n * (n + 1) // 2)),
-                  aligned_empty((n + 1) * (n + 2) // 2), aligned_empty((n + 1) * (n + 2) // 2),
-                  aligned_empty(n + 1), aligned_empty(n + 1))
-    on[...] = o1
-    off[...] = o2
+    f = np.float64
+    v = arena(np.asarray(ea, f), np.asarray(cw, f), np.asarray(eb, f), np.asarray(ebr, f),
+              np.asarray(omega, f), np.asarray(lam, f), np.asarray(wts, f),
+              np.asarray(on, f), np.asarray(off, f), ((int(ksub), n * (n + 1) // 2), f),
+              ((n + 1) * (n + 2) // 2, f), ((n + 1) * (n + 2) // 2, f), (n + 1, f), (n + 1, f))
+    _chain_delete(v[0], v[1], v[2], v[3], float(h0), v[4], float(p), v[5], v[6], int(ksub),
+                  v[7], v[8], *v[9:])
+    on[...] = v[7]
+    off[...] = v[8]
 
 
 def chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off):
-    """:func:`_chain_replace` (docstring there) on aligned copies and work arrays."""
+    """:func:`_chain_replace` (docstring there) on one arena per call."""
     n = len(gk)
-    o1, o2 = aligned(on), aligned(off)
-    _chain_replace(aligned(gk), aligned(hk), aligned(gr), aligned(hr), float(h0), aligned(omega),
-                   float(p), aligned(lam), aligned(wts), o1, o2,
-                   aligned_empty((n + 1) * (n + 2) // 2), aligned_empty((n + 1) * (n + 2) // 2),
-                   aligned_empty(n + 1), aligned_empty(n + 1), aligned_empty(n),
-                   aligned_empty(n))
-    on[...] = o1
-    off[...] = o2
+    f = np.float64
+    v = arena(*(np.asarray(x, f) for x in (gk, hk, gr, hr, omega, lam, wts, on, off)),
+              ((n + 1) * (n + 2) // 2, f), ((n + 1) * (n + 2) // 2, f), (n + 1, f), (n + 1, f),
+              (n, f), (n, f))
+    _chain_replace(v[0], v[1], v[2], v[3], float(h0), v[4], float(p), v[5], v[6], v[7], v[8],
+                   *v[9:])
+    on[...] = v[7]
+    off[...] = v[8]
 
 
 def bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi):
-    """:func:`_bernoulli_sums` (docstring there) on aligned copies and work arrays; adds to
-    ``delta`` and ``phi``."""
+    """:func:`_bernoulli_sums` (docstring there) on one arena per call; adds to ``delta`` and
+    ``phi``."""
     d = len(FGr)
-    dl, ph = aligned(delta), aligned(phi)
-    work = [aligned_empty(d) for _ in range(7)]
-    _bernoulli_sums(aligned(np.atleast_2d(FGk)), aligned(np.atleast_2d(FHk)), aligned(FGr),
-                    aligned(FHr), float(h0), aligned(nodes), aligned(lam), aligned(wts), dl, ph,
-                    *work)
-    delta[...] = dl
-    phi[...] = ph
+    f = np.float64
+    v = arena(np.atleast_2d(np.asarray(FGk, f)), np.atleast_2d(np.asarray(FHk, f)),
+              np.asarray(FGr, f), np.asarray(FHr, f), np.asarray(nodes, f), np.asarray(lam, f),
+              np.asarray(wts, f), np.asarray(delta, f), np.asarray(phi, f),
+              *[(d, f)] * 7)
+    _bernoulli_sums(v[0], v[1], v[2], v[3], float(h0), v[4], v[5], v[6], v[7], v[8], *v[9:])
+    delta[...] = v[7]
+    phi[...] = v[8]
