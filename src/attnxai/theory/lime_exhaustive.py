@@ -119,8 +119,8 @@ def regime_map(n_words: Sequence[int] = (6, 8, 10), repeat_shares: Sequence[floa
     """Deletion on random models: the relative error ``|approx - exact| / |exact|`` of each closed
     form (:data:`APPROXIMATION_KWARGS`) for every combination of words ``d``, share of repeated
     tokens (``n_tokens = round(d / (1 - share))``), word-embedding scale and seed. One row per
-    (configuration, approximation): a pandas DataFrame with ``d``, ``n_tokens``,
-    ``repeated_share`` (measured), ``word_scale``, ``position_weight``
+    (configuration, approximation): a pandas DataFrame with ``d``, ``n_tokens``, ``share_asked``,
+    ``repeated_share`` (measured: ``1 - d / n_tokens``), ``word_scale``, ``position_weight``
     (:func:`_position_weight`), ``seed``, ``approximation``, ``relative_error``."""
     import pandas as pd
 
@@ -133,7 +133,8 @@ def regime_map(n_words: Sequence[int] = (6, 8, 10), repeat_shares: Sequence[floa
         feats = document_features(ids[1:].tolist(), True)
         exact = exact_limit(model, ids, feats, bow=True, kernel_width=kernel_width)
         norm = float(np.linalg.norm(exact))
-        base = {"d": d, "n_tokens": n_tokens, "repeated_share": 1 - d / n_tokens,
+        base = {"d": d, "n_tokens": n_tokens, "share_asked": share,
+                "repeated_share": 1 - d / n_tokens,
                 "word_scale": ws, "position_weight": _position_weight(model, ids), "seed": seed}
         for name, kw in approximations.items():
             got = lime_limit(model, ids, bow=True, kernel_width=kernel_width, features=feats, **kw)
