@@ -201,6 +201,8 @@ def test_bad_vectors():
         lt.distance(5, 6)
     with pytest.raises(ValueError, match="singular"):
         lt.sigma_inverse(2, 5.0)
+    with pytest.raises(ValueError, match="singular"):      # d Var(p) lost to rounding, not underflow
+        lt.beta_from_delta(np.arange(8.0), 1.0)
     with pytest.raises(ValueError, match="weight 0"):
         lt.moments(1, 1.0)
     law = lt.removal_law(4)

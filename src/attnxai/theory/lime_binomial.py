@@ -16,11 +16,12 @@ moves every later token of another word one position further: its position law b
 (a word's second and later occurrences before ``t`` are not added, which keeps the expansion
 stable), and its word's factor is recomputed with it, the changes adding up over tokens.
 
-It is exact when positions do not matter (a model without position codes) and otherwise an
-approximation, measured in chapter 6 against exhaustive enumeration on small random models and
+For independent removal it is exact when positions do not matter (a model without position
+codes); lime's own law adds an ``O(1/d)`` term, and with positions it is an approximation, measured
+in chapter 6 against exhaustive enumeration on small random models and
 against LIME on the trained one. The book's earlier implementation computed the same thing with
 numpy in about a second per review; :func:`binomial_delete` does it
-in tens of milliseconds (the lambda rule of :func:`~attnxai.theory.lime_quadrature.lambda_rule_doubling`,
+in tens of milliseconds per head (``benchmarks/bench_lime_limit.py`` times a whole review; the lambda rule of :func:`~attnxai.theory.lime_quadrature.lambda_rule_doubling`,
 the binomial laws on their windows of non-negligible mass, compiled here).
 """
 
