@@ -82,7 +82,8 @@ def test_rows_match_lime_and_approximations(quick_model, imdb, tmp_path):
 def test_the_approximations_are_one_explicit_table(quick_model, imdb):
     from attnxai.theory import APPROXIMATIONS
 
-    assert list(APPROXIMATIONS) == ["paper", "limit", "meanfield", "limit_wide", "limit_meanpos"]
+    assert list(APPROXIMATIONS) == ["paper", "limit", "limit_lime", "meanfield", "limit_wide",
+                                    "limit_meanpos"]
     text = attnxai.normalize_for_lime(imdb.test[0].text)
     d = len(dict.fromkeys(text.split()))
     for a in APPROXIMATIONS.values():

@@ -201,6 +201,8 @@ def test_bad_vectors():
         lt.distance(5, 6)
     with pytest.raises(ValueError, match="singular"):
         lt.sigma_inverse(2, 5.0)
+    with pytest.raises(ValueError, match="singular"):      # d Var(p) lost to rounding, not underflow
+        lt.beta_from_delta(np.arange(8.0), 1.0)
     with pytest.raises(ValueError, match="weight 0"):
         lt.moments(1, 1.0)
     law = lt.removal_law(4)
@@ -266,33 +268,29 @@ def _bernoulli_truth(m, ids, feats, p, removal):
 
 @pytest.mark.parametrize("bow", [False, True])
 def test_integral_is_exact_for_independent_replacement(bow):
-    """The lambda-integral gives E[M/N] exactly when features are kept independently."""
+    """The lambda-integral gives E[M/N] exactly when features are kept independently (features
+    = positions, or words grouping their positions)."""
     m = tiny_model(2, scale=2.0)  # peaked attention
     ids = doc(9, 2, repeat=True)
     feats = la.document_features(ids[1:].tolist(), bow)
-    tb = la.tables(m, ids, 1)
-    st = la._TokenStates(m, tb, feats, "replace")
-    truth_d, truth_phi = _bernoulli_truth(m, ids, feats, 0.3, "replace")
-    dl, ph = np.zeros(len(feats)), 0.0
-    for k in range(m.n_heads):
-        lam = la._lambda_grid(st, k, 0.35)
-        a, b = la._integral(st, k, 0.3, lam, *st.transforms(k, lam, st.kept(0.3, "binomial")))
-        dl, ph = dl + a / m.n_heads, ph + b / m.n_heads
-    np.testing.assert_allclose(dl, truth_d, atol=1e-7)
-    assert ph == pytest.approx(truth_phi, abs=1e-7)
+    eff = la.conditional_effects(m, ids, bow=False, features=feats, law="continuous", n_nodes=3,
+                                 lambda_step=0.35)
+    for i, p in enumerate(eff.law.p):
+        truth_d, truth_phi = _bernoulli_truth(m, ids, feats, p, "replace")
+        np.testing.assert_allclose(eff.delta[i], truth_d, atol=1e-7)
+        assert eff.phi[i] == pytest.approx(truth_phi, abs=1e-7)
 
 
-def test_deletion_close_to_independent_truth():
-    """Deletion: positions treated as independent binomials; close, not exact."""
+def test_deletion_is_exact_for_independent_distinct_words():
+    """Deletion, distinct words, independent removal: the chain gives the effects exactly."""
     m = tiny_model(3, scale=0.5)
     ids = doc(10, 3)
     feats = la.document_features(ids[1:].tolist(), True)
-    prof = la.conditional_effects(m, ids, bow=True, law="continuous", n_nodes=5)
-    for i, p in enumerate(prof.law.p[[1, 3]]):
-        truth_d, truth_phi = _bernoulli_truth(m, ids, feats, p, "delete")
-        got = prof.delta[[1, 3][i]]
-        assert np.abs(got - truth_d).max() < 0.05 * np.abs(truth_d).max() + 1e-3
-        assert prof.phi[[1, 3][i]] == pytest.approx(truth_phi, abs=0.02)
+    prof = la.conditional_effects(m, ids, bow=True, law="continuous", n_nodes=5, ksub=4)
+    for i in (1, 3):
+        truth_d, truth_phi = _bernoulli_truth(m, ids, feats, prof.law.p[i], "delete")
+        np.testing.assert_allclose(prof.delta[i], truth_d, atol=1e-9)
+        assert prof.phi[i] == pytest.approx(truth_phi, abs=1e-9)
 
 
 @pytest.mark.parametrize("bow", [False, True])
@@ -394,7 +392,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match=r"do not start with \[CLS\]"):
         la.lime_limit(m, ids[1:])
     with pytest.raises(ValueError, match="positions"):
-        la.lime_limit(m, ids, positions="exact")
+        la.lime_limit(m, ids, positions="averaged")
     with pytest.raises(ValueError, match="method"):
         la.lime_limit(m, ids, method="mc")
     with pytest.raises(ValueError, match="law"):

@@ -3,8 +3,13 @@
 :mod:`~attnxai.theory.gradient_theorem` (Section 4; ``theory.gradient(model, ids)``),
 :mod:`~attnxai.theory.lime_text` (LIME's large-sample limit for any text model, Section 5),
 :mod:`~attnxai.theory.lime_attention` (LIME on the attention classifier: the paper's formula and
-this book's limit), :mod:`~attnxai.theory.approximations` (the table the corpus experiment
-compares with LIME).
+this book's limit; built from :mod:`~attnxai.theory.lime_inputs`,
+:mod:`~attnxai.theory.lime_formula`, :mod:`~attnxai.theory.lime_quadrature`,
+:mod:`~attnxai.theory.lime_chain`, :mod:`~attnxai.theory.lime_independent`,
+:mod:`~attnxai.theory.lime_binomial`, :mod:`~attnxai.theory.lime_kernels` and
+:mod:`~attnxai.theory.lime_symbolic`; :mod:`~attnxai.theory.lime_exhaustive` computes the limit by
+brute force on short documents and maps where the closed forms hold),
+:mod:`~attnxai.theory.approximations` (the table the corpus experiment compares with LIME).
 """
 
 from . import approximations, gradient_theorem, lime_attention, lime_text

@@ -214,6 +214,17 @@ def sigma(d: int, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndarray:
     return S
 
 
+def _regular_moments(d: int, kernel_width: float) -> Moments:
+    """:func:`moments`, refused (``ValueError``) when ``a + d b = d Var_pi(p)`` is lost to rounding
+    against ``a``: the kernel then puts all the weight on one number of removed features, Sigma is
+    numerically singular and ``shrink`` would be rounding noise."""
+    mo = moments(d, kernel_width)
+    if not mo.a + mo.d * mo.b > 1e-12 * mo.a:
+        raise ValueError(f"Sigma is numerically singular for d={mo.d}, kernel_width={mo.kernel_width}: "
+                         "the kernel puts all the weight on one number of removed features")
+    return mo
+
+
 def sigma_inverse(d: int, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndarray:
     """``Sigma^{-1}`` in closed form (Schur complement + Sherman-Morrison), no matrix inversion.
 
@@ -224,12 +235,9 @@ def sigma_inverse(d: int, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndar
     """
     if check_d(d) == 1:
         raise ValueError("Sigma is singular for d=1 (every perturbation removes the only feature)")
-    mo = moments(d, kernel_width)
+    mo = _regular_moments(d, kernel_width)
     d, a, b, m, a0 = mo.d, mo.a, mo.b, mo.m, mo.alpha0
     c = a + d * b  # = d Var_pi(kept fraction)
-    if not c > 1e-12 * a:
-        raise ValueError(f"Sigma is numerically singular for d={d}, kernel_width={mo.kernel_width}: "
-                         "the kernel puts all the weight on one number of removed features")
     inv = np.empty((d + 1, d + 1))
     inv[0, 0] = 1 + m * m * d / c
     inv[0, 1:] = inv[1:, 0] = -m / c
@@ -256,7 +264,7 @@ def beta_from_delta(delta, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.nda
         raise ValueError(f"delta must be a non-empty vector, got shape {delta.shape}")
     if delta.size == 1:
         raise ValueError("d = 1: a single feature is always removed, LIME's fit is degenerate")
-    mo = moments(delta.size, kernel_width)
+    mo = _regular_moments(delta.size, kernel_width)
     return mo.scale * (delta - mo.shrink * delta.mean())
 
 

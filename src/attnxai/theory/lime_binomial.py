@@ -1,0 +1,286 @@
+"""Deletion with repeated words: independent binomial positions (an approximation).
+
+When a word occurs several times, lime deletes all its occurrences at once, and the chain of
+:mod:`attnxai.theory.lime_chain`, whose state is a count, cannot remember which words it has
+kept. This module keeps the words' own coupling and approximates the positions instead.
+
+Every word is kept independently with probability ``p`` (the profile form of LIME's limit,
+:func:`attnxai.theory.lime_text.beta_from_effects`, ``O(1/d)`` from lime's law). A kept token
+``t`` sits at ``1 + o_t + B_t``: ``o_t`` earlier occurrences of its own word (kept with it) and
+``B_t ~ Binomial(n_t, p)`` kept tokens among the ``n_t`` earlier tokens of other words, the
+``B_t`` of different tokens treated as independent. Then ``E[exp(-lambda N)]`` factorises over
+words, each word's factor being the product over its tokens of ``E_B[exp(-lambda G_t)]``, and
+``E[M/N]`` is the same lambda integral as for replacement. Keeping rather than deleting word j
+moves every later token of another word one position further: its position law becomes
+``1 + o_t + z + Binomial(n_t - 1, p)`` (``z = 1`` kept, 0 deleted), counted once per word
+(a word's second and later occurrences before ``t`` are not added, which keeps the expansion
+stable), and its word's factor is recomputed with it, the changes adding up over tokens.
+
+For independent removal it is exact when positions do not matter (a model without position
+codes); lime's own law adds an ``O(1/d)`` term, and with positions it is an approximation, measured
+in chapter 6 against exhaustive enumeration on small random models and
+against LIME on the trained one. The book's earlier implementation computed the same thing with
+numpy in about a second per review; :func:`binomial_delete` does it
+in tens of milliseconds per head (``benchmarks/bench_lime_limit.py`` times a whole review; the lambda rule of :func:`~attnxai.theory.lime_quadrature.lambda_rule_doubling`,
+the binomial laws on their windows of non-negligible mass, compiled here).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..threads import one_blas_thread
+from .lime_inputs import Tables, token_layout
+from .lime_kernels import _FAST, _jit, _table_entry, arena
+from .lime_quadrature import lambda_rule_doubling
+
+__all__ = ["binomial_delete", "binomial_effects", "binomial_windows"]
+
+
+def binomial_effects(tb: Tables, feats: list[np.ndarray], nodes: np.ndarray,
+                     ksub: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``delta`` (K, n_nodes, d) and ``Phi`` (K, n_nodes) of the binomial-position approximation
+    (module docstring) at the kept fractions ``nodes``."""
+    K, T, d = tb.n_heads, tb.T, len(feats)
+    n = T - 1
+    owner, o, n_other = token_layout(feats, T)
+    first = np.array([int(np.min(f)) - 1 for f in feats], dtype=np.int64)
+    delta = np.zeros((K, nodes.size, d))
+    phi = np.zeros((K, nodes.size))
+    with one_blas_thread():
+        for k in range(K):
+            a = tb.a_tok[k, 1:]
+            amax = a.max()
+            bmax = tb.b[k, :n + 2].max()
+            ea = np.exp(a - amax)
+            eb = np.exp(tb.b[k] - bmax)
+            ebr = eb * tb.r[k]
+            g0 = float(np.exp(tb.a_tok[k, 0] + tb.b[k, 0] - amax - bmax))
+            h0 = g0 * float(tb.c_tok[k, 0] + tb.r[k, 0])
+            best = np.maximum.accumulate(eb[1:n + 2])        # max over positions 1..t+1
+            n_max = g0 + float(np.sum(ea * best[1:n + 1]))
+            rule = lambda_rule_doubling(g0, n_max, ksub)
+            binomial_delete(ea, np.ascontiguousarray(tb.c_tok[k, 1:]), 1 + o, n_other, owner,
+                            first, eb, ebr, h0, nodes, rule.lam, rule.with_offset(g0), rule.ksub,
+                            delta[k], phi[k])
+    return delta, phi
+
+
+@_jit()
+def binomial_windows(n_other, nodes, tol, lo, length, offset, pmf):
+    """The law ``Binomial(n_other[t] - 1, nodes[i])`` of the kept tokens of other words before
+    token ``t`` but one, on its window of mass ``>= 1 - tol``-ish (terms below ``tol`` times the
+    mode dropped): first value ``lo[i, t]``, ``length[i, t]`` values from ``pmf[offset[i, t]:]``
+    (``length = 0`` when ``n_other[t] = 0``). Fills ``lo``, ``length``, ``offset``, ``pmf``
+    (large enough: ``nodes.size * sum(n_other)`` values); returns the number of values used."""
+    pos = 0
+    for i in range(nodes.shape[0]):
+        p = nodes[i]
+        for t in range(n_other.shape[0]):
+            m = n_other[t] - 1
+            offset[i, t] = pos
+            if m < 0:
+                lo[i, t] = 0
+                length[i, t] = 0
+                continue
+            if p <= 0.0 or p >= 1.0 or m == 0:       # a point mass
+                lo[i, t] = m if p >= 1.0 else 0
+                length[i, t] = 1
+                pmf[pos] = 1.0
+                pos += 1
+                continue
+            mode = min(m, int((m + 1) * p))
+            logm = (math.lgamma(m + 1.0) - math.lgamma(mode + 1.0) - math.lgamma(m - mode + 1.0)
+                    + mode * math.log(p) + (m - mode) * math.log1p(-p))
+            pm = math.exp(logm)
+            r = p / (1.0 - p)
+            a = mode
+            v = pm
+            while a > 0:
+                v2 = v * a / (m - a + 1.0) / r
+                if v2 < tol * pm:
+                    break
+                v = v2
+                a -= 1
+            b = mode
+            v = pm
+            while b < m:
+                v2 = v * (m - b) / (b + 1.0) * r
+                if v2 < tol * pm:
+                    break
+                v = v2
+                b += 1
+            lo[i, t] = a
+            length[i, t] = b - a + 1
+            v = pm
+            pmf[pos + mode - a] = pm
+            for k in range(mode - 1, a - 1, -1):
+                v = v * (k + 1.0) / (m - k) / r
+                pmf[pos + k - a] = v
+            v = pm
+            for k in range(mode + 1, b + 1):
+                v = v * (m - k + 1.0) / k * r
+                pmf[pos + k - a] = v
+            pos += b - a + 1
+    return pos
+
+
+@_jit(_FAST)
+def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, wlo, wlen, woff,
+                     pmf, lam, wts, ksub, delta, phi, X, ET, EHT, logE, rat, dE0, dE1, rz0,
+                     rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1, ob0, ob1):
+    """Deletion with every word kept independently with probability ``p`` and each kept token at
+    ``1 + o_t + B_t``, ``B_t ~ Binomial(n_t, p)`` independent across tokens; keeping word j moves
+    every later token of another word one position further (one position per word). Adds
+    ``delta[i, j] = E[f | z_j = 1] - E[f | z_j = 0]`` and ``phi[i] = E[f]`` for one head at every
+    node ``p = nodes[i]`` (the approximation of :mod:`attnxai.theory.lime_binomial`)."""
+    n = ea.shape[0]
+    d = KE.shape[0]
+    for l in range(lam.shape[0]):
+        Xs = X[l % ksub]
+        lm = lam[l]
+        w = wts[l]
+        init = l < ksub
+        for t in range(1, n + 1):                  # exp(-lambda G_t(q)), q = 1..t+1, doubling
+            ro = (t - 1) * (t + 2) // 2
+            e_t = ea[t - 1]
+            if init:
+                for q in range(1, t + 2):
+                    Xs[ro + q - 1] = _table_entry(lm * e_t * eb[q])
+            else:
+                for q in range(t + 1):
+                    x = Xs[ro + q]
+                    v = x * (2.0 - x)
+                    v = v if v < 0.5 else v - 1.0
+                    u = -(x * x)
+                    u = u if u < -1e-300 else -1e-300
+                    Xs[ro + q] = v if x >= 0.0 else u
+            c_t = cw[t - 1]
+            for q in range(1, t + 2):              # exp(-lambda G) and its numerator term
+                x = Xs[ro + q - 1]
+                e = 1.0 - x if x >= 0.0 else -x
+                ET[ro + q - 1] = e
+                EHT[ro + q - 1] = e * e_t * (eb[q] * c_t + ebr[q])
+        for i in range(nodes.shape[0]):
+            p = nodes[i]
+            for t in range(1, n + 1):
+                ro = (t - 1) * (t + 2) // 2
+                bs = base[t - 1]
+                ln = wlen[i, t - 1]
+                if ln == 0:                          # no other word before t: fixed position
+                    m = max(ET[ro + bs - 1], 1e-300)
+                    logE[t - 1] = m
+                    rat[t - 1] = EHT[ro + bs - 1] / m
+                    dE0[t - 1] = 1.0
+                    dE1[t - 1] = 1.0
+                    rz0[t - 1] = 0.0
+                    rz1[t - 1] = 0.0
+                    continue
+                c0 = ro + bs + wlo[i, t - 1] - 1     # cell of the first position of the window
+                o = woff[i, t - 1]
+                m0 = 0.0
+                h0z = 0.0
+                m1 = 0.0
+                h1z = 0.0
+                for k in range(ln):
+                    pk = pmf[o + k]
+                    m0 += pk * ET[c0 + k]
+                    h0z += pk * EHT[c0 + k]
+                    m1 += pk * ET[c0 + k + 1]
+                    h1z += pk * EHT[c0 + k + 1]
+                mP = max((1.0 - p) * m0 + p * m1, 1e-300)
+                r = ((1.0 - p) * h0z + p * h1z) / mP
+                logE[t - 1] = mP                     # (the transform itself, multiplied below)
+                rat[t - 1] = r
+                m0 = max(m0, 1e-300)
+                m1 = max(m1, 1e-300)
+                dE0[t - 1] = m0 / mP                 # exp of the change of the log-transform
+                dE1[t - 1] = m1 / mP
+                rz0[t - 1] = h0z / m0 - r
+                rz1[t - 1] = h1z / m1 - r
+            for j in range(d):
+                KE[j] = 1.0
+                KH[j] = 0.0
+            for t in range(n):
+                KE[owner[t]] *= logE[t]
+                KH[owner[t]] += rat[t]
+            S = 0.0
+            R = 0.0
+            for j in range(d):
+                ke = KE[j]
+                KH[j] = ke * KH[j]
+                L = max(p * ke + (1.0 - p), 1e-300)
+                Lw[j] = L
+                ratio[j] = p * KH[j] / L
+                S += math.log(L)
+                R += ratio[j]
+            phi[i] += w * math.exp(S) * (h0 + R)
+            for t in range(n):
+                j = owner[t]
+                kap = p * KE[j] / Lw[j]
+                rho = KH[j] / max(KE[j], 1e-300)
+                rf = ratio[j]
+                x = dE1[t]
+                Lz = 1.0 + kap * (x - 1.0)
+                a1[t] = math.log(Lz)
+                b1[t] = kap * x * (rho + rz1[t]) / Lz - rf
+                x = dE0[t]
+                Lz = 1.0 + kap * (x - 1.0)
+                a0[t] = math.log(Lz)
+                b0[t] = kap * x * (rho + rz0[t]) / Lz - rf
+            # a word's later tokens are not moved by the word itself: their terms are taken out
+            for j in range(d):
+                oa0[j] = 0.0
+                oa1[j] = 0.0
+                ob0[j] = 0.0
+                ob1[j] = 0.0
+            for t in range(n):
+                j = owner[t]
+                if t > first[j]:
+                    oa0[j] += a0[t]
+                    oa1[j] += a1[t]
+                    ob0[j] += b0[t]
+                    ob1[j] += b1[t]
+            # suffix sums over tokens, in place: a[t] = sum_{u >= t} a[u]
+            for t in range(n - 2, -1, -1):
+                a0[t] += a0[t + 1]
+                a1[t] += a1[t + 1]
+                b0[t] += b0[t + 1]
+                b1[t] += b1[t + 1]
+            for j in range(d):
+                f = first[j] + 1                 # the tokens after j's first one
+                dS0 = (a0[f] if f < n else 0.0) - oa0[j]
+                dS1 = (a1[f] if f < n else 0.0) - oa1[j]
+                dR0 = (b0[f] if f < n else 0.0) - ob0[j]
+                dR1 = (b1[f] if f < n else 0.0) - ob1[j]
+                lj = S - math.log(Lw[j])
+                rest = h0 + R - ratio[j]
+                on = math.exp(lj + dS1) * (KE[j] * (rest + dR1) + KH[j])
+                off = math.exp(lj + dS0) * (rest + dR0)
+                delta[i, j] += w * (on - off)
+
+
+def binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, lam, wts, ksub,
+                    delta, phi, tol=1e-14):
+    """:func:`_binomial_delete` (docstring there) on one arena per call
+    (:func:`attnxai.theory.lime_kernels.arena`: fixed relative addresses, the same bits every
+    call); adds to ``delta`` (n_nodes, d) and ``phi`` (n_nodes,)."""
+    n, d = len(ea), delta.shape[1]
+    f, i8 = np.float64, np.int64
+    n_other = np.ascontiguousarray(n_other, dtype=i8)
+    nodes_ = np.asarray(nodes, f)
+    lo = np.zeros((nodes_.size, n), dtype=i8)
+    length, offset = np.zeros_like(lo), np.zeros_like(lo)
+    pmf = np.empty(max(int(nodes_.size * (n_other.sum() + 2 * n)), 1))
+    binomial_windows(n_other, nodes_, tol, lo, length, offset, pmf)
+    cells = n * (n + 3) // 2 + 1
+    v = arena(np.asarray(ea, f), np.asarray(cw, f), np.asarray(base, i8), n_other,
+              np.asarray(owner, i8), np.asarray(first, i8), np.asarray(eb, f), np.asarray(ebr, f),
+              nodes_, lo, length, offset, pmf, np.asarray(lam, f), np.asarray(wts, f),
+              np.asarray(delta, f), np.asarray(phi, f), ((int(ksub), cells), f), (cells, f),
+              (cells, f), *[(n, f)] * 6, *[(d, f)] * 4, *[(n, f)] * 4, *[(d, f)] * 4)
+    _binomial_delete(*v[:8], float(h0), *v[8:15], int(ksub), *v[15:])
+    delta[...] = v[15]
+    phi[...] = v[16]

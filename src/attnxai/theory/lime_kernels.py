@@ -1,0 +1,448 @@
+"""Compiled loops of the LIME closed forms (numba ``@njit(cache=True)``; plain Python without
+numba, same numbers, much slower).
+
+Three loops cannot be vectorised with numpy without tables of size ``T^2 x (lambda nodes)``:
+
+* :func:`chain_delete` / :func:`chain_replace`: the dynamic programme over the number of tokens
+  kept so far (:mod:`attnxai.theory.lime_chain`), forward and backward, at every node of the
+  lambda rule;
+* :func:`bernoulli_sums`: for independent removal, the product over features of
+  ``p exp(-lambda G_j) + (1 - p) exp(-lambda G'_j)`` and its leave-one-out versions at every
+  (node p, node lambda) (:mod:`attnxai.theory.lime_independent`).
+
+**Reproducibility.** Every sum is a loop in a fixed order (no BLAS, no threads), so a call
+returns the same bits every time in a process and across processes on one machine. The loops are
+compiled with ``fastmath={"reassoc", "contract", "nsz", "arcp"}`` (never ``nnan``/``ninf``), which
+lets LLVM vectorise the reductions: the order it picks is fixed at compile time.
+
+**Deletion's exponentials.** :func:`chain_delete` needs ``exp(-lambda G_t(q))`` for every token
+``t``, position ``q <= t`` and node ``lambda``: ``T^2/2`` exponentials per node. Its lambda nodes
+double (``lambda_{l+s} = 2 lambda_l``, ``s = ksub``), so each value follows from the previous one:
+``W = 1 - E`` is carried while ``E > 1/2`` (``W' = W (2 - W)``, relative error growing by at
+most one rounding per step) and ``E`` itself afterwards (``E' = E^2``; its relative error doubles
+per step, but once ``E < 1/2`` at most ``log2(745)`` steps remain before ``E`` underflows). The
+table stores ``W >= 0`` or ``-E <= -1e-300``. Tested against ``exp`` to 1e-14.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - numba is a dependency; the loops still run, slowly
+    numba = None
+
+__all__ = ["aligned", "aligned_empty", "arena", "bernoulli_sums", "chain_delete",
+           "chain_replace", "fold_profile"]
+
+_FAST = {"reassoc", "contract", "nsz", "arcp"}
+
+
+def _jit(fastmath=False):
+    def deco(fn):
+        if numba is None:
+            return fn
+        try:
+            return numba.njit(cache=True, fastmath=fastmath)(fn)
+        except RuntimeError:   # no writable cache location: compile per process
+            return numba.njit(fastmath=fastmath)(fn)
+    return deco
+
+
+@_jit()
+def _one_minus_exp(x):
+    """``1 - exp(-x)`` for ``x >= 0`` to full relative precision."""
+    if x < 1e-3:
+        return x * (1.0 - 0.5 * x * (1.0 - x / 3.0 * (1.0 - 0.25 * x)))
+    return -math.expm1(-x)
+
+
+@_jit()
+def _table_entry(x):
+    """The doubling table's entry for ``exp(-x)``: ``W = 1 - exp(-x) >= 0`` while
+    ``exp(-x) > 1/2``, else ``-exp(-x)`` (at most ``-1e-300``, never ``-0.0``, which would read
+    as ``W = 0``)."""
+    if x < 0.6931471805599453:
+        return _one_minus_exp(x)
+    return -max(math.exp(-x), 1e-300)
+
+
+@_jit(_FAST)
+def _chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off, X, A, AM, beta, betaM):
+    """Deletion: the chain over the tokens whose state is the number ``c`` of tokens kept so far.
+
+    Token ``t`` (1..n) kept after ``c`` kept tokens sits at position ``q = c + 1`` and adds
+    ``G = ea[t-1] * eb[q]`` to the denominator and ``G * cw[t-1] + ea[t-1] * ebr[q]`` to the
+    numerator; ``h0`` is the numerator of [CLS] (its denominator is in ``wts``). ``lam`` (nodes,
+    doubling every ``ksub``) and ``wts`` (weights times ``exp(-lambda g0)``) give
+    ``E[M/N] = sum_l wts[l] E[M exp(-lambda_l (N - g0))]``.
+
+    ``p < 0``: lime's law. The kept set has size ``m`` with weight ``omega[m]`` and is uniform
+    given ``m``; adds ``E[w f]`` to ``on[0]`` and ``E[w z_t f]`` to ``on[t]``. The forward
+    quantities are averages over kept subsets of each size (``(t - c)/t`` and ``c/t`` weights,
+    bounded by 1 for any n). ``0 <= p <= 1``: every token kept independently with probability p
+    (pass ``omega = 1``); adds ``E[f]`` to ``on[0]``, ``E[f | z_t = 1]`` to ``on[t]`` and
+    ``E[f | z_t = 0]`` to ``off[t]``.
+    """
+    n = ea.shape[0]
+    nlam = lam.shape[0]
+    lime = p < 0.0
+    pk = 0.0 if lime else p
+    pd = 0.0 if lime else 1.0 - p
+    for l in range(nlam):
+        Xs = X[l % ksub]
+        lm = lam[l]
+        w = wts[l]
+        first = l < ksub
+        A[0] = 1.0
+        AM[0] = 0.0
+        for t in range(1, n + 1):
+            xo = t * (t - 1) // 2          # row t of the E table (q = 1..t) = row t-1 of A
+            no = xo + t                    # row t of A (t + 1 entries)
+            ea_t = ea[t - 1]
+            cw_t = cw[t - 1]
+            if first:
+                for q in range(1, t + 1):
+                    Xs[xo + q - 1] = _table_entry(lm * ea_t * eb[q])
+            inv = 1.0 / t
+            # one pass per row: the E table moves to this node, then the forward step
+            if lime:
+                A[no] = A[xo]
+                AM[no] = AM[xo]
+            else:
+                A[no] = pd * A[xo]
+                AM[no] = pd * AM[xo]
+            if not first:
+                for c in range(t):
+                    x = Xs[xo + c]
+                    v = x * (2.0 - x)
+                    v = v if v < 0.5 else v - 1.0
+                    u = -(x * x)
+                    u = u if u < -1e-300 else -1e-300
+                    Xs[xo + c] = v if x >= 0.0 else u
+            for c in range(1, t):
+                x = Xs[xo + c - 1]
+                e = 1.0 - x if x >= 0.0 else -x
+                hh = ea_t * (eb[c] * cw_t + ebr[c])
+                kc = c * inv if lime else pk
+                ke = kc * e
+                dc = 1.0 - kc if lime else pd
+                a1 = A[xo + c - 1]
+                AM[no + c] = dc * AM[xo + c] + ke * (AM[xo + c - 1] + hh * a1)
+                A[no + c] = dc * A[xo + c] + ke * a1
+            x = Xs[xo + t - 1]
+            e = (1.0 - x if x >= 0.0 else -x) * (1.0 if lime else pk)
+            a1 = A[xo + t - 1]
+            AM[no + t] = e * (AM[xo + t - 1] + ea_t * (eb[t] * cw_t + ebr[t]) * a1)
+            A[no + t] = e * a1
+        fo = n * (n + 1) // 2
+        acc0 = 0.0
+        for m in range(n + 1):
+            acc0 += omega[m] * (AM[fo + m] + h0 * A[fo + m])
+        on[0] += w * acc0
+        for c in range(n + 1):
+            beta[c] = omega[c]
+            betaM[c] = 0.0
+        for t in range(n, 0, -1):
+            xo = t * (t - 1) // 2
+            ea_t = ea[t - 1]
+            cw_t = cw[t - 1]
+            inv = 1.0 / t
+            acc = 0.0
+            if lime:
+                for c in range(t):
+                    x = Xs[xo + c]
+                    e = 1.0 - x if x >= 0.0 else -x
+                    hh = ea_t * (eb[c + 1] * cw_t + ebr[c + 1])
+                    ke = (c + 1) * inv * e
+                    b1 = beta[c + 1]
+                    bm1 = betaM[c + 1]
+                    acc += ke * (A[xo + c] * (bm1 + (h0 + hh) * b1) + AM[xo + c] * b1)
+                    dc = (t - c) * inv
+                    betaM[c] = dc * betaM[c] + ke * (bm1 + hh * b1)
+                    beta[c] = dc * beta[c] + ke * b1
+            else:
+                acc_off = 0.0
+                for c in range(t):
+                    x = Xs[xo + c]
+                    e = 1.0 - x if x >= 0.0 else -x
+                    hh = ea_t * (eb[c + 1] * cw_t + ebr[c + 1])
+                    b1 = beta[c + 1]
+                    bm1 = betaM[c + 1]
+                    acc += e * (A[xo + c] * (bm1 + (h0 + hh) * b1) + AM[xo + c] * b1)
+                    acc_off += A[xo + c] * (betaM[c] + h0 * beta[c]) + AM[xo + c] * beta[c]
+                    ke = pk * e
+                    betaM[c] = pd * betaM[c] + ke * (bm1 + hh * b1)
+                    beta[c] = pd * beta[c] + ke * b1
+                off[t] += w * acc_off
+            on[t] += w * acc
+
+
+@_jit(_FAST)
+def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta, betaM, EK, ER):
+    """Replacement: the chain over the features (positions do not move), state ``c`` = features
+    kept so far. Feature ``t`` adds ``(gk, hk)[t-1]`` to (denominator, numerator) when kept and
+    ``(gr, hr)[t-1]`` when replaced by UNK. Same laws, nodes and outputs as :func:`chain_delete`
+    (here the exponentials are two per feature and node)."""
+    n = gk.shape[0]
+    nlam = lam.shape[0]
+    lime = p < 0.0
+    pk = 0.0 if lime else p
+    pd = 0.0 if lime else 1.0 - p
+    for l in range(nlam):
+        lm = lam[l]
+        w = wts[l]
+        for t in range(n):
+            EK[t] = math.exp(-lm * gk[t])
+            ER[t] = math.exp(-lm * gr[t])
+        A[0] = 1.0
+        AM[0] = 0.0
+        for t in range(1, n + 1):
+            xo = t * (t - 1) // 2
+            no = xo + t
+            ek, er, hkt, hrt = EK[t - 1], ER[t - 1], hk[t - 1], hr[t - 1]
+            inv = 1.0 / t
+            if lime:
+                A[no] = er * A[xo]
+                AM[no] = er * (AM[xo] + hrt * A[xo])
+                for c in range(1, t):
+                    kc = c * inv
+                    dr = (1.0 - kc) * er
+                    ke = kc * ek
+                    a0 = A[xo + c]
+                    a1 = A[xo + c - 1]
+                    AM[no + c] = dr * (AM[xo + c] + hrt * a0) + ke * (AM[xo + c - 1] + hkt * a1)
+                    A[no + c] = dr * a0 + ke * a1
+                a1 = A[xo + t - 1]
+                AM[no + t] = ek * (AM[xo + t - 1] + hkt * a1)
+                A[no + t] = ek * a1
+            else:
+                dr = pd * er
+                ke = pk * ek
+                A[no] = dr * A[xo]
+                AM[no] = dr * (AM[xo] + hrt * A[xo])
+                for c in range(1, t):
+                    a0 = A[xo + c]
+                    a1 = A[xo + c - 1]
+                    AM[no + c] = dr * (AM[xo + c] + hrt * a0) + ke * (AM[xo + c - 1] + hkt * a1)
+                    A[no + c] = dr * a0 + ke * a1
+                a1 = A[xo + t - 1]
+                AM[no + t] = ke * (AM[xo + t - 1] + hkt * a1)
+                A[no + t] = ke * a1
+        fo = n * (n + 1) // 2
+        acc0 = 0.0
+        for m in range(n + 1):
+            acc0 += omega[m] * (AM[fo + m] + h0 * A[fo + m])
+        on[0] += w * acc0
+        for c in range(n + 1):
+            beta[c] = omega[c]
+            betaM[c] = 0.0
+        for t in range(n, 0, -1):
+            xo = t * (t - 1) // 2
+            ek, er, hkt, hrt = EK[t - 1], ER[t - 1], hk[t - 1], hr[t - 1]
+            inv = 1.0 / t
+            acc = 0.0
+            acc_off = 0.0
+            for c in range(t):
+                b0 = beta[c]
+                bm0 = betaM[c]
+                b1 = beta[c + 1]
+                bm1 = betaM[c + 1]
+                if lime:
+                    kc = (c + 1) * inv
+                    dc = (t - c) * inv
+                else:
+                    kc = pk
+                    dc = pd
+                kon = (c + 1) * inv if lime else 1.0
+                acc += kon * ek * (A[xo + c] * (bm1 + (h0 + hkt) * b1) + AM[xo + c] * b1)
+                acc_off += er * (A[xo + c] * (bm0 + (h0 + hrt) * b0) + AM[xo + c] * b0)
+                betaM[c] = dc * er * (bm0 + hrt * b0) + kc * ek * (bm1 + hkt * b1)
+                beta[c] = dc * er * b0 + kc * ek * b1
+            on[t] += w * acc
+            if not lime:
+                off[t] += w * acc_off
+
+
+@_jit(_FAST)
+def _bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi, KE, KH, RE, RH, inv,
+                    rat, Lv):
+    """Independent removal (every feature kept with probability p, features independent): at
+    each node ``p = nodes[i]``, ``delta[i, j] = E[f | z_j = 1] - E[f | z_j = 0]`` and
+    ``phi[i] = E[f]`` for one head, ``f = M/N``, by ``E[M/N] = sum_l wts[l] E[M exp(-lambda_l
+    (N - g0))]`` and the factorisation over features of ``E[exp(-lambda N)]``.
+
+    Feature j adds ``(FGk, FHk)[i, j]`` when kept (``FGk.shape[0]`` is 1 when it does not depend
+    on the node) and ``(FGr, FHr)[j]`` when removed. Each factor
+    ``L_j = max(p exp(-lambda FGk) + (1 - p) exp(-lambda FGr), 1e-300)``; the product over features
+    is carried as a mantissa and a power of 1e-200 (a log per (p, lambda), not per feature).
+    Adds to ``delta`` and ``phi``.
+    """
+    n_p = nodes.shape[0]
+    d = FGr.shape[0]
+    per_node = FGk.shape[0] > 1
+    big = 1e200
+    tiny = 1e-200
+    log_tiny = math.log(tiny)
+    for l in range(lam.shape[0]):
+        lm = lam[l]
+        w = wts[l]
+        for j in range(d):
+            RE[j] = math.exp(-lm * FGr[j])
+            RH[j] = FHr[j] * RE[j]
+        for i in range(n_p):
+            p = nodes[i]
+            if i == 0 or per_node:
+                row = i if per_node else 0
+                for j in range(d):
+                    KE[j] = math.exp(-lm * FGk[row, j])
+                    KH[j] = FHk[row, j] * KE[j]
+            mant = 1.0
+            expo = 0
+            R = 0.0
+            for j in range(d):
+                L = max(p * KE[j] + (1.0 - p) * RE[j], 1e-300)
+                Lv[j] = L
+                iv = 1.0 / L
+                inv[j] = iv
+                r = (p * KH[j] + (1.0 - p) * RH[j]) * iv
+                rat[j] = r
+                R += r
+                mant *= L
+                if mant < tiny:
+                    mant *= big
+                    expo += 1
+            scale = math.exp(expo * log_tiny) if expo < 4 else 0.0
+            phi[i] += w * mant * scale * (h0 + R)
+            log_p = math.log(mant) + expo * log_tiny
+            for j in range(d):
+                if expo < 2 or Lv[j] < 1e-90:
+                    q = mant * inv[j] * scale if expo < 2 else math.exp(log_p - math.log(Lv[j]))
+                    s = h0 + R - rat[j]
+                    delta[i, j] += w * q * ((KE[j] - RE[j]) * s + (KH[j] - RH[j]))
+
+
+@_jit()
+def fold_profile(delta, phi, U, V, out):
+    """``out[k, j] = sum_i U[i] (delta[k, i, j] - mean_j delta[k, i, :]) + sum_i V[i] phi[k, i] / d``
+    (the profile form of LIME's limit, :func:`attnxai.theory.lime_text.beta_from_effects`, with
+    the law's weights folded into ``U`` and ``V``)."""
+    K, n_p, d = delta.shape
+    for k in range(K):
+        slope = 0.0
+        for i in range(n_p):
+            slope += V[i] * phi[k, i]
+        for j in range(d):
+            out[k, j] = slope / d
+        for i in range(n_p):
+            mean = 0.0
+            for j in range(d):
+                mean += delta[k, i, j]
+            mean /= d
+            for j in range(d):
+                out[k, j] += U[i] * (delta[k, i, j] - mean)
+
+
+# ---------------------------------------------------------------------- one arena per call
+# Two things make a vectorised loop's rounding depend on where its arrays lie in memory: LLVM may
+# peel iterations to reach an aligned address, and it guards the vector loop with run-time
+# checks that the arrays it writes do not overlap those it reads, comparing *differences of
+# addresses* with the vector width; when two unrelated arrays happen to lie close, the scalar
+# fallback runs instead and sums in another order (measured: the first head's coefficients
+# changed by ~1e-14 from one call to the next when torch or numpy calls in between moved the
+# allocator). Every array a kernel touches is therefore a view into one buffer per call, each
+# on a 64-byte boundary at a fixed offset: the same addresses *relative to each other* on every
+# call, hence the same code path and the same bits (tests/test_theory_lime_chain.py).
+_ALIGN = 8   # float64 elements per 64 bytes
+
+
+def aligned_empty(shape) -> np.ndarray:
+    """An uninitialised float64 C array whose first element is on a 64-byte boundary."""
+    shape = (shape,) if np.isscalar(shape) else tuple(shape)
+    size = int(np.prod(shape)) if shape else 1
+    buf = np.empty(size + _ALIGN)
+    off = (-(buf.ctypes.data // 8)) % _ALIGN
+    return buf[off:off + size].reshape(shape)
+
+
+def aligned(a) -> np.ndarray:
+    """A 64-byte aligned float64 C copy of ``a``."""
+    a = np.asarray(a, dtype=np.float64)
+    out = aligned_empty(a.shape)
+    out[...] = a
+    return out
+
+
+def arena(*specs) -> list[np.ndarray]:
+    """Views into one 64-byte aligned buffer, in order and at fixed offsets: an array spec is
+    copied (float64, or int64 if it is an integer array), a ``(shape, dtype)`` spec is left
+    uninitialised."""
+    plan = []
+    for spec in specs:
+        if isinstance(spec, np.ndarray) or np.isscalar(spec) or isinstance(spec, list):
+            a = np.asarray(spec)
+            dtype = np.int64 if np.issubdtype(a.dtype, np.integer) else np.float64
+            plan.append((a.shape, dtype, a))
+        else:
+            shape, dtype = spec
+            shape = (shape,) if np.isscalar(shape) else tuple(shape)
+            plan.append((shape, np.dtype(dtype).type, None))
+    sizes = [max(int(np.prod(sh)), 1) for sh, _, _ in plan]
+    padded = [-(-n // _ALIGN) * _ALIGN for n in sizes]
+    buf = aligned_empty(int(sum(padded)))
+    out, pos = [], 0
+    for (shape, dtype, a), n, pn in zip(plan, sizes, padded):
+        v = buf[pos:pos + n]
+        if dtype is np.int64:
+            v = v.view(np.int64)
+        v = v[:int(np.prod(shape))].reshape(shape)
+        if a is not None:
+            v[...] = a
+        out.append(v)
+        pos += pn
+    return out
+
+
+def chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off):
+    """:func:`_chain_delete` (docstring there) on one arena per call; adds to ``on`` and
+    ``off``."""
+    n = len(ea)
+    f = np.float64
+    v = arena(np.asarray(ea, f), np.asarray(cw, f), np.asarray(eb, f), np.asarray(ebr, f),
+              np.asarray(omega, f), np.asarray(lam, f), np.asarray(wts, f),
+              np.asarray(on, f), np.asarray(off, f), ((int(ksub), n * (n + 1) // 2), f),
+              ((n + 1) * (n + 2) // 2, f), ((n + 1) * (n + 2) // 2, f), (n + 1, f), (n + 1, f))
+    _chain_delete(v[0], v[1], v[2], v[3], float(h0), v[4], float(p), v[5], v[6], int(ksub),
+                  v[7], v[8], *v[9:])
+    on[...] = v[7]
+    off[...] = v[8]
+
+
+def chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off):
+    """:func:`_chain_replace` (docstring there) on one arena per call."""
+    n = len(gk)
+    f = np.float64
+    v = arena(*(np.asarray(x, f) for x in (gk, hk, gr, hr, omega, lam, wts, on, off)),
+              ((n + 1) * (n + 2) // 2, f), ((n + 1) * (n + 2) // 2, f), (n + 1, f), (n + 1, f),
+              (n, f), (n, f))
+    _chain_replace(v[0], v[1], v[2], v[3], float(h0), v[4], float(p), v[5], v[6], v[7], v[8],
+                   *v[9:])
+    on[...] = v[7]
+    off[...] = v[8]
+
+
+def bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi):
+    """:func:`_bernoulli_sums` (docstring there) on one arena per call; adds to ``delta`` and
+    ``phi``."""
+    d = len(FGr)
+    f = np.float64
+    v = arena(np.atleast_2d(np.asarray(FGk, f)), np.atleast_2d(np.asarray(FHk, f)),
+              np.asarray(FGr, f), np.asarray(FHr, f), np.asarray(nodes, f), np.asarray(lam, f),
+              np.asarray(wts, f), np.asarray(delta, f), np.asarray(phi, f),
+              *[(d, f)] * 7)
+    _bernoulli_sums(v[0], v[1], v[2], v[3], float(h0), v[4], v[5], v[6], v[7], v[8], *v[9:])
+    delta[...] = v[7]
+    phi[...] = v[8]

@@ -1,0 +1,356 @@
+"""LIME's limit by the chain over the number of kept tokens (lime_chain), its quadratures
+(lime_quadrature), its compiled loops (lime_kernels): exactness against the sum over all 2^d
+perturbations, agreement with the previous implementation, robustness, reproducibility."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnxai.theory import lime_attention as la
+from attnxai.theory import lime_binomial as lb
+from attnxai.theory import lime_chain as lc
+from attnxai.theory import lime_kernels as lk
+from attnxai.theory import lime_quadrature as lq
+from attnxai.theory import lime_text as lt
+from conftest import make_tiny, tiny_text
+
+DATA = Path(__file__).parent / "data"
+
+
+def distinct_doc(seed: int, n: int, vocab: int = 30) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([[1], rng.choice(np.arange(3, vocab), n, replace=False)])
+
+
+def outputs(model, ids, feats, Z, bow):
+    """The model's logit 1 on every perturbation (rows of Z: 1 = feature kept)."""
+    seqs = []
+    for z in Z:
+        keep = np.ones(ids.size, bool)
+        for j, f in enumerate(feats):
+            if z[j] == 0:
+                keep[f] = False
+        if bow:
+            seqs.append(ids[keep].tolist())
+        else:
+            x = ids.copy()
+            x[~keep] = model.unk_id
+            seqs.append(x.tolist())
+    with torch.no_grad():
+        return model(model.collate(seqs))[:, 1].double().numpy()
+
+
+def exact_limit(model, ids, feats, bow, nu):
+    """LIME's n -> infinity limit by enumerating the 2^d perturbations (lime_text.beta_exact)."""
+    return lt.beta_exact(lambda Z: outputs(model, ids, feats, Z, bow), len(feats), nu)[1]
+
+
+def bernoulli_truth(model, ids, feats, p, bow):
+    """E[f | z_j = 1] - E[f | z_j = 0] and E[f], every feature kept independently w.p. p."""
+    Z = np.array(list(itertools.product((0.0, 1.0), repeat=len(feats))))
+    prob = np.prod(np.where(Z == 1, p, 1 - p), axis=1)
+    y = outputs(model, ids, feats, Z, bow)
+    on = (prob * y) @ Z / (prob @ Z)
+    off = (prob * y) @ (1 - Z) / (prob @ (1 - Z))
+    return on - off, float(prob @ y)
+
+
+# ----------------------------------------------------------------------------- SymPy
+@pytest.mark.parametrize("law", ["lime", "bernoulli"])
+@pytest.mark.parametrize("removal", ["delete", "replace"])
+def test_symbolic_chain_equals_direct_sum(law, removal):
+    res = la.symbolic_chain(3, law, removal)
+    assert all(d == 0 for d in res["difference"])
+
+
+# ----------------------------------------------------------------------------- exactness
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("nu", [25.0, 8.0, math.inf])
+def test_deletion_chain_is_exact_for_distinct_words(seed, nu):
+    """Deletion, distinct words: the chain under lime's law is LIME's limit to rounding."""
+    pre = make_tiny(seed=seed, n_heads=2, max_len=20, scale=1.5)
+    ids = distinct_doc(seed, 8)
+    feats = la.document_features(ids[1:].tolist(), True)
+    got = la.lime_limit(pre.model, ids, bow=True, kernel_width=nu, ksub=4)
+    np.testing.assert_allclose(got, exact_limit(pre.model, ids, feats, True, nu), atol=1e-10)
+    # the default rule (steps log 2) is within its stated ~1e-5 relative accuracy
+    ref = np.abs(got).max()
+    assert np.abs(la.lime_limit(pre.model, ids, bow=True, kernel_width=nu) - got).max() < 3e-5 * ref
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_replacement_chain_is_exact_with_repeats_and_groups(seed):
+    """Replacement: exact for any document, and for features grouping several positions."""
+    pre = make_tiny(seed=seed, n_heads=3, max_len=20, scale=1.5)
+    rng = np.random.default_rng(seed)
+    ids = np.concatenate([[1], rng.choice(np.arange(3, 9), 9)])      # repeated words
+    feats = la.document_features(ids[1:].tolist(), False)
+    got = la.lime_limit(pre.model, ids, bow=False, law="lime", ksub=4)
+    np.testing.assert_allclose(got, exact_limit(pre.model, ids, feats, False, 25.0), atol=1e-10)
+    grouped = la.document_features(ids[1:].tolist(), True)              # a word = its positions
+    got = la.lime_limit(pre.model, ids, bow=False, law="lime", ksub=4, features=grouped)
+    np.testing.assert_allclose(got, exact_limit(pre.model, ids, grouped, False, 25.0), atol=1e-10)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.85, 1.0])
+def test_deletion_chain_is_exact_for_independent_removal(p):
+    """The same chain with weights p, 1 - p: the effects of independent removal, exactly."""
+    pre = make_tiny(seed=4, n_heads=2, max_len=20, scale=1.5)
+    ids = distinct_doc(4, 8)
+    feats = la.document_features(ids[1:].tolist(), True)
+    tb = la.tables(pre.model, ids)
+    delta, phi = lc.chain_profile(tb, np.array([p]), ksub=4)
+    truth_d, truth_phi = bernoulli_truth(pre.model, ids, feats, p, True) if 0 < p < 1 else (None, None)
+    if truth_d is None:   # p = 0 or 1: only one configuration on one side
+        return
+    np.testing.assert_allclose(delta.mean(0)[0], truth_d, atol=1e-10)
+    assert phi.mean(0)[0] == pytest.approx(truth_phi, abs=1e-10)
+
+
+def test_replacement_profile_is_exact_for_independent_removal():
+    pre = make_tiny(seed=5, n_heads=2, max_len=20, scale=2.0)
+    rng = np.random.default_rng(5)
+    ids = np.concatenate([[1], rng.choice(np.arange(3, 9), 9)])
+    feats = la.document_features(ids[1:].tolist(), True)
+    eff = la.conditional_effects(pre.model, ids, bow=False, features=feats, law="continuous",
+                                 n_nodes=4, lambda_step=0.25)
+    for i, p in enumerate(eff.law.p):
+        truth_d, truth_phi = bernoulli_truth(pre.model, ids, feats, p, False)
+        np.testing.assert_allclose(eff.delta[i], truth_d, atol=1e-9)
+        assert eff.phi[i] == pytest.approx(truth_phi, abs=1e-9)
+
+
+def test_independent_removal_against_lime_law():
+    """Independent removal (the profile form) is exact for a model linear in z, and off by
+    O(1/d) otherwise; lime's law (the chain) is exact in both cases."""
+    pre = make_tiny(seed=6, n_heads=2, max_len=20, scale=2.0)
+    ids = distinct_doc(6, 8)
+    feats = la.document_features(ids[1:].tolist(), False)
+    exact = exact_limit(pre.model, ids, feats, False, 25.0)
+    lime_law = la.lime_limit(pre.model, ids, bow=False, law="lime", ksub=4)
+    profile = la.lime_limit(pre.model, ids, bow=False, law="discrete", lambda_step=0.25)
+    np.testing.assert_allclose(lime_law, exact, atol=1e-10)
+    assert np.abs(profile - exact).max() > 1e-4 * np.abs(exact).max()
+    linear = copy.deepcopy(pre.model)
+    with torch.no_grad():
+        linear.W_q.zero_()                           # uniform attention: f linear in z
+    exact = exact_limit(linear, ids, feats, False, 25.0)
+    for law in ("lime", "discrete"):
+        got = la.lime_limit(linear, ids, bow=False, law=law, ksub=4, lambda_step=0.25)
+        np.testing.assert_allclose(got, exact, atol=1e-10)
+
+
+def test_repeated_words_token_approximation():
+    """Deletion with a repeated word: the chain runs over tokens (approximate); the exact
+    answer by enumeration stays close on a mild model, and the profile law's chain agrees with
+    lime's law to O(1/d)."""
+    pre = make_tiny(seed=7, n_heads=2, max_len=20, scale=0.7)
+    ids = np.array([1, 5, 9, 5, 12, 14, 9, 20, 21])
+    feats = la.document_features(ids[1:].tolist(), True)
+    assert len(feats) == 6
+    exact = exact_limit(pre.model, ids, feats, True, 25.0)
+    got = la.lime_limit(pre.model, ids, bow=True, ksub=4)
+    err = np.linalg.norm(got - exact) / np.linalg.norm(exact)
+    assert 0 < err < 0.5
+
+
+# ----------------------------------------------------------------------------- previous code
+def test_replacement_equals_previous_implementation():
+    """bow=False (independent removal, the default there) and the mean field give the previous
+    implementation's coefficients (stored from commit c2fc43f) to 1e-10."""
+    ref = json.loads((DATA / "lime_limit_c2fc43f.json").read_text())
+    for case in ref["cases"]:
+        pre = make_tiny(seed=case["seed"], n_heads=case["n_heads"], max_len=40,
+                        scale=case["scale"])
+        text, nu = case["text"], case["kernel_width"]
+        np.testing.assert_allclose(la.lime_limit(pre, text, bow=False, kernel_width=nu),
+                                   case["replace"], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(la.lime_limit(pre, text, bow=False, kernel_width=nu,
+                                                 method="meanfield"),
+                                   case["replace_meanfield"], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(la.lime_limit(pre, text, bow=True, kernel_width=nu,
+                                                 law="discrete", method="meanfield"),
+                                   case["delete_meanfield"], rtol=0, atol=1e-10)
+        # deletion with repeated words: the same binomial-position approximation, on the
+        # doubling lambda rule instead of the old one (quadrature errors ~1e-5 relative)
+        old = np.asarray(case["delete"])
+        np.testing.assert_allclose(la.lime_limit(pre, text, bow=True, kernel_width=nu), old,
+                                   rtol=0, atol=3e-5 * np.abs(old).max())
+
+
+# ----------------------------------------------------------------------------- quadrature
+@pytest.mark.parametrize("rule", ["doubling", "profile"])
+def test_lambda_rules_integrate_one_over_n(rule):
+    n_min, n_max = 0.3, 4.0e4
+    r = (lq.lambda_rule_doubling(n_min, n_max, 1) if rule == "doubling"
+         else lq.lambda_rule_profile(n_min, n_max, 0.7))
+    N = np.geomspace(n_min, n_max, 200)
+    approx = np.exp(-np.outer(N, r.lam)) @ r.wts
+    assert np.abs(approx * N - 1).max() < 2e-5       # sqrt(8 pi^2/h) exp(-pi^2/h) ~ 1.1e-5
+    if rule == "profile":   # the folded tail equals the original implementation's nodes
+        lo, hi, h = math.log(1e-10 / n_max), math.log(40 / n_min), 0.7
+        lam = np.exp(np.arange(lo, hi + h, h))
+        full = np.exp(-np.outer(N, lam)) @ (h * lam)
+        assert np.abs(approx / full - 1).max() < 1e-11
+        assert r.lam.size < lam.size - 20
+    else:
+        np.testing.assert_array_equal(r.lam[1:], 2 * r.lam[:-1])
+
+
+def test_doubling_table_matches_exp():
+    """The chain's exp(-lambda G) table by doubling (no exp call) against exp at every node:
+    the same nodes with ``ksub = number of nodes`` initialise every node directly."""
+    pre = make_tiny(seed=8, n_heads=2, max_len=30, scale=1.5)
+    ids = distinct_doc(8, 20)
+    tb = la.tables(pre.model, ids)
+    for k in range(2):
+        tm = lc.delete_terms(tb, k)
+        rule = lq.lambda_rule_doubling(tm["n_min"], tm["n_max"], 1)
+        om = lc.lime_weights(20, 25.0)
+        outs = []
+        for ksub in (1, rule.lam.size):
+            on, off = np.zeros(21), np.zeros(21)
+            lk.chain_delete(tm["ea"], tm["cw"], tm["eb"], tm["ebr"], tm["h0"], om, -1.0,
+                            rule.lam, rule.with_offset(tm["g0"]), ksub, on, off)
+            outs.append(on)
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, atol=1e-15)
+
+
+# ----------------------------------------------------------------------------- robustness
+def test_reproducible_bit_for_bit():
+    """Two identical calls give the same bits, whatever happened in between (allocations, torch
+    on one thread: both used to move the kernels' arrays relative to each other and switch
+    LLVM's vector loops to their scalar fallback, ~1e-14 apart)."""
+    pre = make_tiny(seed=9, n_heads=3, max_len=40)
+    text = tiny_text(35, seed=9)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for kw in ({"bow": True}, {"bow": False}, {"bow": False, "law": "lime"},
+                   {"bow": True, "law": "lime"}, {"bow": True, "law": "discrete", "positions": "mean"}):
+            first = la.lime_limit(pre, text, **kw)
+            for size in (17, 1001, 3):
+                junk = [np.empty(size * k) for k in range(1, 6)]      # move the allocator around
+                with torch.no_grad():
+                    pre.model.W_e[torch.arange(size % 7 + 1)].sum().item()
+                again = la.lime_limit(pre, text, **kw)
+                del junk
+                assert np.array_equal(first, again), kw
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_narrow_kernel_is_refused_or_right():
+    pre = make_tiny(seed=10, n_heads=2, max_len=40)
+    short = distinct_doc(10, 9)
+    for law in ("lime", "discrete"):
+        with pytest.raises(ValueError, match="underflow"):
+            la.lime_limit(pre.model, short, bow=False, kernel_width=0.5, law=law)
+    # a longer document keeps enough weights at width 0.5: the chain is still exact
+    ids = distinct_doc(11, 8)
+    feats = la.document_features(ids[1:].tolist(), True)
+    got = la.lime_limit(pre.model, ids, bow=True, kernel_width=3.0, ksub=4)
+    np.testing.assert_allclose(got, exact_limit(pre.model, ids, feats, True, 3.0), atol=1e-9)
+
+
+def test_huge_scores_are_refused_or_right():
+    pre = make_tiny(seed=12, n_heads=2, max_len=20)
+    ids = distinct_doc(12, 7)
+    feats = la.document_features(ids[1:].tolist(), True)
+    big = copy.deepcopy(pre.model)
+    with torch.no_grad():
+        big.W_q.mul_(8.0)                              # peaked, still representable: exact
+    got = la.lime_limit(big, ids, bow=True, ksub=4)
+    np.testing.assert_allclose(got, exact_limit(big, ids, feats, True, 25.0),
+                               atol=1e-8 * max(1.0, np.abs(got).max()))
+    with torch.no_grad():
+        big.W_q.mul_(1000.0)
+    for bow in (True, False):
+        with pytest.raises(ValueError, match="too wide a range"):
+            la.lime_limit(big, ids, bow=bow)
+
+
+def test_nan_weights_are_named():
+    pre = make_tiny(seed=13, n_heads=2, max_len=20)
+    ids = distinct_doc(13, 6)
+    bad = copy.deepcopy(pre.model)
+    with torch.no_grad():
+        bad.W_v[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="W_v holds NaN"):
+        la.lime_limit(bad, ids)
+    bad = copy.deepcopy(pre.model)
+    with torch.no_grad():
+        bad.W_e[ids[3], 1] = float("inf")
+    with pytest.raises(ValueError, match="W_e .* infinite"):
+        la.lime_limit(bad, ids, bow=False)
+
+
+def test_binomial_windows_match_scipy():
+    from scipy.stats import binom
+
+    n_other = np.array([0, 1, 2, 5, 40, 200], dtype=np.int64)
+    nodes = np.array([0.0, 0.02, 0.5, 0.97, 1.0])
+    lo = np.zeros((5, 6), np.int64)
+    length, offset = np.zeros_like(lo), np.zeros_like(lo)
+    pmf = np.zeros(5 * (n_other.sum() + 12))
+    lb.binomial_windows(n_other, nodes, 1e-14, lo, length, offset, pmf)
+    for i, p in enumerate(nodes):
+        for t, n in enumerate(n_other):
+            if n == 0:
+                assert length[i, t] == 0
+                continue
+            full = binom.pmf(np.arange(n), n - 1, p)
+            got = np.zeros(n)
+            got[lo[i, t]:lo[i, t] + length[i, t]] = pmf[offset[i, t]:offset[i, t] + length[i, t]]
+            np.testing.assert_allclose(got, full, atol=1e-13 * full.max())
+
+
+def test_repeated_words_binomial_default():
+    """With a repeated word the default is the binomial-position approximation (a word's
+    occurrences deleted together, independent removal), the distinct-word default the chain;
+    several kernel widths in one call give each width's answer."""
+    pre = make_tiny(seed=15, n_heads=2, max_len=20, scale=1.0)
+    ids = np.array([1, 5, 9, 5, 12, 5, 9, 20, 21, 5])
+    binom_ = la.lime_limit(pre.model, ids, bow=True)
+    np.testing.assert_array_equal(binom_, la.lime_limit(pre.model, ids, bow=True,
+                                                        law="discrete", positions="binomial"))
+    distinct = distinct_doc(15, 6)
+    np.testing.assert_array_equal(la.lime_limit(pre.model, distinct, bow=True),
+                                  la.lime_limit(pre.model, distinct, bow=True, law="lime"))
+    both = la.lime_limits_heads(pre.model, ids, [25.0, math.inf], bow=True)
+    np.testing.assert_allclose(both[25.0].mean(0), binom_, atol=1e-13)
+    np.testing.assert_allclose(both[math.inf].mean(0),
+                               la.lime_limit(pre.model, ids, bow=True, kernel_width=math.inf),
+                               atol=1e-13)
+
+
+def test_aligned_arrays_and_arena():
+    for shape in (5, (3, 7), 1):
+        a = lk.aligned_empty(shape)
+        assert a.ctypes.data % 64 == 0 and a.flags.c_contiguous
+    b = lk.aligned(np.arange(10.0)[1:])
+    assert b.ctypes.data % 64 == 0 and np.array_equal(b, np.arange(1.0, 10.0))
+    x, i, w = lk.arena(np.arange(5.0), np.array([3, 1, 2]), ((2, 3), np.float64))
+    assert np.array_equal(x, np.arange(5.0)) and i.dtype == np.int64 and i.tolist() == [3, 1, 2]
+    assert w.shape == (2, 3) and all(v.ctypes.data % 64 == 0 for v in (x, i, w))
+    offsets = [v.ctypes.data - x.ctypes.data for v in (i, w)]
+    x2, i2, w2 = lk.arena(np.ones(5), np.zeros(3, dtype=int), ((2, 3), np.float64))
+    assert [v.ctypes.data - x2.ctypes.data for v in (i2, w2)] == offsets   # fixed layout
+
+
+def test_lime_weights_and_sigma_solve():
+    d, nu = 9, 25.0
+    om = lc.lime_weights(d, nu)
+    assert om[d] == 0 and om.sum() == pytest.approx(lt.moments(d, nu).alpha0)
+    rng = np.random.default_rng(14)
+    gamma = rng.normal(size=(2, d + 1))
+    want = np.stack([lt.beta_from_gamma(g, nu)[1] for g in gamma])
+    np.testing.assert_allclose(lc.solve_sigma(gamma, nu), want, atol=1e-10)
