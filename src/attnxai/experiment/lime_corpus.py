@@ -43,7 +43,8 @@ from .runner import Study, chunked, parallel
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "approximation_columns",
-           "approximation_names", "lime_row", "lime_seed", "review_order", "summarize"]
+           "approximation_names", "lime_row", "lime_seed", "ordered_reviews", "review_order",
+           "review_text", "summarize"]
 
 #: Seed of the permutation that orders the test reviews (the paper's arXiv number, 2402.03485).
 ORDER_SEED = 240203485
@@ -69,6 +70,31 @@ COLUMNS = {
 def review_order(n_test: int, seed: int = ORDER_SEED) -> np.ndarray:
     """The order in which the experiments take the test reviews: a seeded permutation."""
     return np.random.default_rng(seed).permutation(validate.positive_int(n_test, "n_test"))
+
+
+def review_text(data: Any, test_index: int, max_len: int) -> str:
+    """Test review ``test_index`` as the experiments explain it: in
+    :func:`attnxai.normalize_for_lime` form (the authors' preprocessing), at most ``max_len - 1``
+    tokens (the model's length less [CLS])."""
+    from ..text import normalize_for_lime
+
+    return normalize_for_lime(data.test[test_index].text, max_len - 1)
+
+
+def ordered_reviews(data: Any, reviews: int, max_len: int) -> Iterable[tuple[int, Any]]:
+    """``(test_index, item)`` for the first ``reviews`` test reviews of :func:`review_order`;
+    ``item()`` builds the review's row (rank, test_index, review_id, label, rating and
+    :func:`review_text`), so that a resumed run does not preprocess the reviews it has done."""
+    order = review_order(len(data.test))
+    for rank in range(reviews):
+        idx = int(order[rank])
+
+        def item(rank: int = rank, idx: int = idx) -> dict[str, Any]:
+            r = data.test[idx]
+            return {"rank": rank, "test_index": idx, "review_id": r.id, "label": r.label,
+                    "rating": r.rating, "text": review_text(data, idx, max_len)}
+
+        yield idx, item
 
 
 def lime_seed(test_index: int, repeat: int) -> int:
@@ -284,22 +310,13 @@ class LimeCorpus(Study):
     def settings(self) -> dict[str, Any]:
         return asdict(self.lime)
 
-    def _text(self, idx: int) -> str:
-        from ..text import normalize_for_lime
-
-        return normalize_for_lime(self.data.test[idx].text, self.pre.model.max_len - 1)
-
     def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
-        order = review_order(len(self.data.test))
         items = []
-        for rank in range(self.reviews):
-            idx = int(order[rank])
-            r = self.data.test[idx]
+        for idx, item in ordered_reviews(self.data, self.reviews, self.pre.model.max_len):
             todo = [b for b in self.bows if (idx, b) not in done]
             if todo:
-                text = self._text(idx)
-                items += [{"rank": rank, "test_index": idx, "review_id": r.id, "label": r.label,
-                           "rating": r.rating, "bow": b, "text": text} for b in todo]
+                row = item()
+                items += [{**row, "bow": b} for b in todo]
         return chunked(items, self.chunk, group="rank")
 
     def model(self):
@@ -332,7 +349,7 @@ class LimeCorpus(Study):
         for part, missing in missing_by_part.items():
             df = frames[part]
             rows = [{"test_index": int(ti), "bow": bool(b), "lime_mean": list(m),
-                     "text": self._text(int(ti))}
+                     "text": review_text(self.data, int(ti), self.pre.model.max_len)}
                     for ti, b, m in zip(df["test_index"], df["bow"], df["lime_mean"])]
             chunks.append((tuple(missing), rows))
         total = sum(len(f) for f in frames.values())
