@@ -380,3 +380,21 @@ def test_training_runs_study(small_data, tmp_cache, tmp_path, monkeypatch):
         screen_runs(["nope"])
     with pytest.raises(ValueError, match="distinct"):
         skip_runs([1, 1])
+
+
+def test_bf16_copy_is_only_for_the_generic_path():
+    """The single-layer model's LIME takes the fast path (float64 projections of the saved
+    weights): a bfloat16 copy would only round its weights, so it gets none."""
+    from attnxai.checkpoint import Pretrained
+    from attnxai.experiment.multilayer import _fast_path_model, _inference_copy
+
+    single = AttentionClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12)
+    pre = Pretrained(single, None, {}, {}, None)
+    assert _fast_path_model(single) and _inference_copy(pre, "bf16") is pre
+    skip = AttentionClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12,
+                               skip=True)
+    assert not _fast_path_model(skip)
+    deep = MultiLayerClassifier(30, d_embed=8, n_layers=2, n_heads=2, d_attn=4, d_value=4,
+                                max_len=12)
+    copy16 = _inference_copy(Pretrained(deep, None, {}, {}, None), "bf16")
+    assert copy16.model.W_q.dtype == torch.bfloat16 and deep.W_q.dtype == torch.float32

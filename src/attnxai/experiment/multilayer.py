@@ -16,8 +16,9 @@ tokens). Per review:
   mask ``UNK``, 5,000 samples, kernel width 25, logit 1, ``random_state = 1000 * test_index``
   (repeat 0 of the LIME corpus study). On the single-layer model it takes the fast path, on the
   multi-layer one lime's generic path through ``Pretrained.predict_logits`` (batches sorted by
-  length); ``precision="bf16"`` evaluates the 5,000 perturbed texts with a bfloat16 copy of the
-  weights (chapter 8 measures what that changes), ``"fp32"`` with the model as saved;
+  length); on the multi-layer model ``precision="bf16"`` evaluates the 5,000 perturbed texts
+  with a bfloat16 copy of the weights (chapter 8 measures what that changes), ``"fp32"`` with
+  the model as saved (the fast path always uses float64 projections of the saved weights);
 * per layer ``l``, the ``[CLS]`` alpha-avg (mean over heads) of the float32 model on the review,
   summed over each word's occurrences (:func:`attnxai.explainers.word_scores`), and the same for
   attention rollout (:func:`attnxai.explainers.rollout`) and for G x I;
@@ -66,13 +67,23 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(a, b)[0, 1])
 
 
+def _fast_path_model(model: Any) -> bool:
+    """Whether LIME on ``model`` takes fastlime's closed-form path (float64 projections of the
+    weights), where a bfloat16 copy would only round the weights: the single-layer model without
+    the skip connection."""
+    from ..model import AttentionClassifier
+
+    return isinstance(model, AttentionClassifier) and not getattr(model, "skip", False)
+
+
 def _inference_copy(pre: Any, precision: str) -> Any:
-    """``pre`` with its weights in bfloat16 (a copy) for ``precision="bf16"``, else ``pre``."""
+    """``pre`` with its weights in bfloat16 (a copy) for ``precision="bf16"``, else ``pre``
+    (always ``pre`` for a model LIME explains on the fast path: :func:`_fast_path_model`)."""
     import torch
 
     from ..checkpoint import Pretrained
 
-    if precision == "fp32":
+    if precision == "fp32" or _fast_path_model(pre.model):
         return pre
     model = copy.deepcopy(pre.model).to(torch.bfloat16).eval()
     return Pretrained(model, pre.vocab, pre.config, pre.metrics, None)
@@ -187,7 +198,8 @@ class LayerLime(Study):
                 "lime": "fastlime.explain (fast path on the single-layer model, lime's generic "
                         "path through Pretrained.predict_logits otherwise), "
                         "random_state = 1000 * test_index",
-                "precision": self.precision,
+                "precision": ("float64 (fast path; --precision does not apply)"
+                              if _fast_path_model(m) else self.precision),
                 "attention": "[CLS] alpha-avg of each layer, float32 model, summed over a "
                              "word's occurrences",
                 "rollout": "explainers.rollout (0.5 A + 0.5 I on residual layers)",
