@@ -11,7 +11,11 @@
 #   bash book/data/run_multilayer_study.sh B   lane B (a second core, when one is free): the skip
 #        ablation's seeds in the reverse order (44, 43, 42) into results/skip_b. Where both lanes
 #        reach the same model, the cache's per-model lock makes one wait and then load it.
-#   bash book/data/run_multilayer_study.sh S   the one-epoch architecture screens (optional)
+#   bash book/data/run_multilayer_study.sh S1  the one-epoch architecture screens of the residual
+#        family (no LayerNorm, post-LN, pre-LN plus a feed-forward block) into results/ml_screens_a
+#   bash book/data/run_multilayer_study.sh S2  the screens of the paper's layer stacked as it is
+#        (no residual, no LayerNorm; lr 1e-3 and the paper's 1e-4) into results/ml_screens_b
+#   (S1 and S2 are optional and independent: one core each)
 set -u
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
@@ -40,8 +44,13 @@ lane_a() {
 lane_b() {
     run skip_b skip-ablation --seeds 44,43,42 --out results/skip_b --no-progress
 }
-screens() {
-    run screens multilayer-screens --out results/ml_screens --no-progress
+screens_a() {
+    run screens_a multilayer-screens --screens residual-noLN,post-LN,pre-LN-FFN \
+        --out results/ml_screens_a --no-progress
+}
+screens_b() {
+    run screens_b multilayer-screens --screens plain-lr1e-3,plain-lr1e-4 \
+        --out results/ml_screens_b --no-progress
 }
 T0=$SECONDS
 lane=${1:-A}
@@ -49,8 +58,9 @@ stamp "lane $lane start" | tee -a results/logs/study.log
 case $lane in
     A) lane_a ;;
     B) lane_b ;;
-    S) screens ;;
-    *) echo "usage: $0 A|B|S" >&2; exit 2 ;;
+    S1) screens_a ;;
+    S2) screens_b ;;
+    *) echo "usage: $0 A|B|S1|S2" >&2; exit 2 ;;
 esac
 rc=$?
 stamp "lane $lane end rc=$rc, $((SECONDS - T0)) s in all" | tee -a results/logs/study.log
