@@ -69,7 +69,11 @@ def _study_log(results: Path, *words: str) -> list[str]:
             if all(w in line for w in words)]
 
 
+NOTES: list[str] = []
+
+
 def _write(path: Path, header: list[str], df) -> None:
+    header = [*header, *(f"# note: {n}" for n in NOTES)]
     written = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     with open(path, "w") as fh:
         fh.write("\n".join([*header, f"# written: {written}"]) + "\n")
@@ -224,7 +228,10 @@ def main() -> None:
     ap.add_argument("--results", default="results", help="the study's results folder")
     ap.add_argument("--out", default=str(HERE))
     ap.add_argument("--profile", default="multilayer", help="the multi-layer model's profile")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a line added to every header (e.g. about the code of a run)")
     args = ap.parse_args()
+    NOTES.extend(args.note)
     results, out = Path(args.results), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     training(results, out, args.profile)
