@@ -22,7 +22,8 @@ missing folder is left out (and said so in the headers). Writes, in ``book/data/
   common, the largest change of a layer's correlation, and the wall time of LIME in both;
 * ``skip_ablation.csv``: one row per training run (skip or not, seed): test, validation and
   training accuracy, best epoch, the validation curve, training seconds, the cached model;
-* ``multilayer_screens.csv`` when screens ran.
+* ``multilayer_screens.csv`` when screens ran;
+* ``multilayer_study_log.csv``: the study's log (start and end of every command, load average).
 
 Every file starts with ``#`` lines (``pandas.read_csv(..., comment="#")``): the commands that ran
 with the git commit of their code and whether it had uncommitted changes, the wall time, jobs and
@@ -198,7 +199,8 @@ def training_runs(results: Path, out: Path, prefix: str, file: str) -> None:
 
     header, frames = [], []
     for folder in sorted(results.glob(f"{prefix}*")):
-        if not (folder / "_meta.json").is_file():
+        if not (folder / "_meta.json").is_file() or not list(folder.glob("part-*.parquet")):
+            header.append(f"# results: {folder.name}: no finished run")
             continue
         df = load_results(folder, keys=("run",), sort=("rank",))
         header.append(f"# results: {folder.name}, {len(df)} runs")
@@ -223,6 +225,24 @@ def training_runs(results: Path, out: Path, prefix: str, file: str) -> None:
     _write(out / file, header, df)
 
 
+def study_log(results: Path, out: Path) -> None:
+    """``multilayer_study_log.csv``: every line of logs/study.log (time, load averages, event)."""
+    import pandas as pd
+
+    log = results / "logs" / "study.log"
+    if not log.is_file():
+        print("no logs/study.log: multilayer_study_log.csv not written")
+        return
+    rows = []
+    for line in log.read_text().splitlines():
+        when, _, l1, l5, l15, event = line.split(" ", 5)
+        rows.append({"time": when, "load1": float(l1), "load5": float(l5),
+                     "load15": float(l15), "event": event})
+    _write(out / "multilayer_study_log.csv",
+           [f"# {log.name} of the study (book/data/run_multilayer_study.sh): one line per start "
+            "and end of a command and per lane"], pd.DataFrame(rows))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default="results", help="the study's results folder")
@@ -238,6 +258,7 @@ def main() -> None:
     lime(results, out)
     training_runs(results, out, "skip", "skip_ablation.csv")
     training_runs(results, out, "ml_screens", "multilayer_screens.csv")
+    study_log(results, out)
 
 
 if __name__ == "__main__":
