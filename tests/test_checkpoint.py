@@ -344,7 +344,7 @@ TRAINER = textwrap.dedent("""
     data = IMDb(reviews[:40], reviews[40:50], reviews[50:], checksum="synthetic")
     ck.load_imdb = lambda archive=None: data
     real_train = ck.train
-    def counting_train(config, data, progress=True):
+    def counting_train(config, data, progress=True, **kw):
         with open(log, "a") as fh:
             fh.write(f"{os.getpid()}\\n")
         while not go.exists():

@@ -72,6 +72,7 @@ from .data import (ENV_ARCHIVE, ENV_CACHE, KNOWN_SHA256, OFFICIAL_SHA256, archiv
                    check_writable, default_cache_dir, file_sha256, load_imdb)
 from .interface import ClassifierBase
 from .model import AttentionClassifier
+from .multilayer import MultiLayerClassifier
 from .runconfig import profile as book_profile
 from .text import TruncationWarning, Vocab, tokenize
 from .train import PROFILES, TrainConfig, check_device, get_config, predict, train
@@ -81,7 +82,8 @@ __all__ = ["CheckpointError", "CheckpointWarning", "FORMAT_VERSION", "MANIFEST",
            "pretrained", "save"]
 
 #: The model classes a checkpoint can hold, by the name its config.json records (``arch``).
-MODEL_CLASSES: dict[str, type[ClassifierBase]] = {"AttentionClassifier": AttentionClassifier}
+MODEL_CLASSES: dict[str, type[ClassifierBase]] = {"AttentionClassifier": AttentionClassifier,
+                                                   "MultiLayerClassifier": MultiLayerClassifier}
 #: Bump when a change to the code changes what a given config trains to.
 FORMAT_VERSION = 1
 _FILES = ("model.safetensors", "config.json", "vocab.json", "metrics.json")
@@ -668,10 +670,14 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
         lock.acquire()
     try:
         if not folder.is_dir():                # else another process trained it while we waited
-            model, vocab, metrics = train(config, data, progress=progress, **on)
+            # the state after every epoch: a killed training resumes there (same weights)
+            partial = folder.parent / f".partial-{folder.name}"
+            model, vocab, metrics = train(config, data, progress=progress, state_dir=partial,
+                                          **on)
             conf = {"arch": type(model).__name__, "train": config.to_dict(), "model": model.config,
                     "data_sha256": data.checksum, "format": FORMAT_VERSION}
             save(Pretrained(model, vocab, conf, metrics), folder)
+            shutil.rmtree(partial, ignore_errors=True)
     finally:
         lock.release()
     return _load_cached(folder, config, dtype)

@@ -19,7 +19,10 @@ from . import paper
 
 # ---------------------------------------------------------------- train / info
 def _train_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="paper", help="paper (the authors' settings) or quick")
+    p.add_argument("--profile", default="paper",
+                   help="paper (the authors' settings), quick, multilayer (our 6 x 6 "
+                        "reconstruction; resumes at its last finished epoch if killed), "
+                        "multilayer-quick or paper-skip")
     p.add_argument("--archive", default=None,
                    help="IMDb .tar.gz on disk (else $ATTNXAI_IMDB_ARCHIVE, else download)")
     p.add_argument("--device", default="cpu",
@@ -32,9 +35,11 @@ def _train_run(args: argparse.Namespace) -> int:
 
     pre = pretrained(args.profile, archive=args.archive, device=args.device)
     m = pre.metrics
+    ref = paper.reported("multilayer_accuracy" if pre.model.n_layers > 1 else
+                         "single_layer_accuracy")
     print(f"checkpoint: {pre.path}")
     print(f"test accuracy {m['test_accuracy']:.4f} on {m['n_test']} reviews "
-          f"(paper: {paper.reported('single_layer_accuracy')}); validation "
+          f"(paper: {ref}); validation "
           f"{m['valid_accuracy']:.4f}; trained in {m['train_seconds']:.0f} s "
           f"({m['train_reviews_per_second']:.0f} reviews/s)")
     return 0
@@ -272,6 +277,135 @@ def _explain_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- beyond one layer
+def _log_run(out, argv, started, seconds, computed, skipped, jobs, load_before, source) -> None:
+    """Append this run to ``out/_runs.json`` (argv, commit, wall time, load average)."""
+    import os
+    from pathlib import Path
+
+    runs = Path(out) / "_runs.json"
+    log = json.loads(runs.read_text()) if runs.is_file() else []
+    log.append({"argv": argv, "started": started.isoformat(timespec="seconds"),
+                "seconds": seconds, "computed": computed, "skipped": skipped, "jobs": jobs,
+                "loadavg_before": load_before, "loadavg_after": os.getloadavg(), **source})
+    runs.write_text(json.dumps(log, indent=2))
+
+
+def _layer_lime_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default="multilayer",
+                   help="trained model (default multilayer; paper for the single-layer "
+                        "reference, multilayer-quick for a quick run)")
+    p.add_argument("--reviews", type=int, default=200,
+                   help="first N reviews of the seeded test-set order (default 200)")
+    p.add_argument("--num-samples", type=int, default=5000)
+    p.add_argument("--kernel-width", type=float, default=25.0)
+    p.add_argument("--precision", default="bf16", choices=["bf16", "fp32"],
+                   help="weights that evaluate LIME's perturbed texts (default bf16; attention "
+                        "and gradients always use the float32 model)")
+    p.add_argument("--out", required=True,
+                   help="results folder (parquet parts; rerun the same command to resume)")
+    p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
+    p.add_argument("--chunk", type=int, default=5, help="reviews per task (default 5)")
+    p.add_argument("--device", default="cpu", help="where the workers run the model")
+    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _layer_lime_run(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import os
+
+    import pandas as pd
+
+    from .experiment.multilayer import layer_summary, run_layer_lime
+    from .experiment.store import load_results
+
+    started, load_before, source = dt.datetime.now(dt.timezone.utc), os.getloadavg(), \
+        _source_state()
+    report = run_layer_lime(args.out, profile=args.profile, reviews=args.reviews,
+                            num_samples=args.num_samples, kernel_width=args.kernel_width,
+                            precision=args.precision, jobs=args.jobs, chunk=args.chunk,
+                            archive=args.archive, progress=not args.no_progress,
+                            device=args.device)
+    _log_run(report.out, sys.argv, started, report.seconds, report.computed, report.skipped,
+             args.jobs, load_before, source)
+    print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
+          f"{report.seconds:.0f} s")
+    df = load_results(report.out, keys=("test_index",), sort=("rank",))
+    with pd.option_context("display.width", 120):
+        print(f"Pearson correlation with |LIME| over {len(df)} reviews (paper, first layer: "
+              f"{paper.reported('first_layer_alpha_lime_corr')}):")
+        print(layer_summary(df).round(3).to_string(index=False))
+    return 0
+
+
+def _training_runs_args(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--out", required=True,
+                   help="results folder (one row per run; rerun the same command to resume: "
+                        "finished models come from the cache, a killed training resumes at "
+                        "its last finished epoch)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help=f"{what} trained at once, one process each (default 1)")
+    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _screens_args(p: argparse.ArgumentParser) -> None:
+    from .experiment.multilayer import SCREENS
+
+    p.add_argument("--screens", default=None,
+                   help="comma-separated among " + ", ".join(SCREENS) + " (default: all)")
+    _training_runs_args(p, "screens")
+
+
+def _skip_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seeds", default="42,43,44",
+                   help="comma-separated training seeds (default 42,43,44; seed 42 without the "
+                        "skip connection is the paper profile's model)")
+    _training_runs_args(p, "models")
+
+
+def _training_runs(args: argparse.Namespace, runs, name: str) -> int:
+    import datetime as dt
+    import os
+
+    import pandas as pd
+
+    from .experiment import run
+    from .experiment.multilayer import TrainingRuns
+    from .experiment.store import load_results
+
+    started, load_before, source = dt.datetime.now(dt.timezone.utc), os.getloadavg(), \
+        _source_state()
+    report = run(TrainingRuns(runs, name=name, archive=args.archive), args.out, jobs=args.jobs,
+                 progress=not args.no_progress)
+    _log_run(report.out, sys.argv, started, report.seconds, report.computed, report.skipped,
+             args.jobs, load_before, source)
+    df = load_results(report.out, keys=("run",), sort=("rank",))
+    cols = [c for c in ("run", "valid_accuracy", "test_accuracy", "best_epoch", "train_seconds")
+            if c in df]
+    with pd.option_context("display.width", 120):
+        print(df[cols].round(4).to_string(index=False))
+    print(f"{report.out}: {report.computed} runs now, {report.skipped} already there, "
+          f"{report.seconds:.0f} s")
+    return 0
+
+
+def _screens_run(args: argparse.Namespace) -> int:
+    from .experiment.multilayer import screen_runs
+
+    names = None if args.screens is None else [s.strip() for s in args.screens.split(",")
+                                               if s.strip()]
+    return _training_runs(args, screen_runs(names), "multilayer-screens")
+
+
+def _skip_run(args: argparse.Namespace) -> int:
+    from .experiment.multilayer import skip_runs
+
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    return _training_runs(args, skip_runs(seeds), "skip-ablation")
+
+
 # ---------------------------------------------------------------- notebooks
 def _notebooks_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=".", help="the repository (default: the current folder)")
@@ -324,6 +458,15 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
                      "explainer on many test reviews; resumable, parallel"),
     "explain": (_explain_args, _explain_run,
                 "the seven explanations of Figure 1 for your own text (table, --html, --json)"),
+    "multilayer-lime": (_layer_lime_args, _layer_lime_run,
+                        "attention of every layer (and rollout) against LIME on test reviews "
+                        "(chapter 8); resumable, parallel"),
+    "multilayer-screens": (_screens_args, _screens_run,
+                           "one-epoch screens of the multi-layer architecture (residual, "
+                           "LayerNorm, feed-forward); resumable"),
+    "skip-ablation": (_skip_args, _skip_run,
+                      "the single-layer model with and without the skip connection, per seed "
+                      "(chapter 9); resumable"),
     "notebooks": (_notebooks_args, _notebooks_run,
                   "write the chapters as Jupyter notebooks without outputs (for Colab, or a "
                   "student edition without solutions with --student --out DIR)"),

@@ -11,7 +11,8 @@ Position-level explainers (one score per token position)::
     position_scores(model, ids, ...)   any of the six above in a dict                   (B, T) each
 
 ``attention`` reads layer ``layer`` of a multi-layer model (default 0, the first; ``layer="all"``
-adds a layer axis after the batch one). LIME, which scores words rather than positions, is
+adds a layer axis after the batch one). :func:`rollout` is attention rollout (Abnar & Zuidema,
+2020), the usual one-number-per-token summary of every layer's attention. LIME, which scores words rather than positions, is
 :func:`attnxai.fastlime.explain`; :func:`explain_text` puts all seven side by side for a string.
 
 Shapes and alignment. ``ids`` is a (B, T0) integer tensor whose column 0 is ``[CLS]`` (as
@@ -49,7 +50,7 @@ from .text import CLS, PAD, TruncationWarning, normalize_for_lime, tokenize
 
 __all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "METHODS", "POSITION_METHODS", "attention",
            "explain_text", "flip_output_layer", "gradient", "gradient_summaries",
-           "position_scores", "summarize_gradient", "valid_mask", "word_scores"]
+           "position_scores", "rollout", "summarize_gradient", "valid_mask", "word_scores"]
 
 #: The explainers of the paper's Figure 1, in its order; LIME comes from :mod:`attnxai.fastlime`.
 METHODS = ("alpha-avg", "alpha-max", "LIME", "G-avg", "G-l1", "G-l2", "GxI")
@@ -96,6 +97,37 @@ def attention(model: ClassifierBase, ids: Tensor, reduce: str = "mean", *,
     out = alpha.mean(dim=-2) if reduce == "mean" else alpha.amax(dim=-2)
     pad = ~mask if li is not None else ~mask[:, None, :]
     return out.masked_fill(pad, float("nan"))
+
+
+def rollout(model: ClassifierBase, ids: Tensor) -> Tensor:
+    """Attention rollout of the ``[CLS]`` output: (B, T), NaN on padding, each row summing to 1.
+
+    Abnar & Zuidema (2020): per layer the head-averaged attention matrix ``A``, replaced by
+    ``0.5 A + 0.5 I`` where the layer adds its input back (a residual connection:
+    ``model.residual_layers``; the last, read-out layer of the multi-layer model has none), and
+    the product over the layers, read at the ``[CLS]`` row of the last one. A model without
+    residual connections gets the plain product; a single-layer model (no residual) gets its
+    alpha-avg. Needs every layer's full matrices (``model.attention_maps``) for more than one
+    layer."""
+    ids, mask = _checked(model, ids)
+    with torch.no_grad():
+        e = model.embed(ids)
+        if hasattr(model, "attention_maps"):
+            maps = model.attention_maps(e, mask)
+        elif model.n_layers == 1:
+            maps = [model.cls_attention(e, mask)[:, 0, :, None, :]]
+        else:
+            raise TypeError(f"{type(model).__name__} has {model.n_layers} layers but no "
+                            "attention_maps(e, mask): rollout needs every layer's matrices")
+        residual = getattr(model, "residual_layers", (False,) * len(maps))
+        R = None
+        for A, res in zip(maps, residual):
+            A = A.mean(dim=1)                                     # (B, Tq, T)
+            if res and A.shape[1] == A.shape[2]:
+                A = 0.5 * A + 0.5 * torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+            R = A if R is None else A @ R
+        out = R[:, 0]
+    return out.masked_fill(~mask, float("nan"))
 
 
 def gradient(model: ClassifierBase, ids: Tensor, target: int = 1, *,
@@ -169,12 +201,15 @@ def _method_list(methods, known: tuple[str, ...], *, allow_empty: bool = False) 
 
 def flip_output_layer(model: ClassifierBase) -> ClassifierBase:
     """A copy of ``model`` with its output layer ``W_l`` replaced by ``-W_l`` (Section 3): every
-    logit changes sign, attention is untouched."""
+    logit changes sign, attention is untouched (with the single-layer skip connection ``W_s`` is
+    negated too; on the multi-layer model ``W_l`` is the read-out layer's)."""
     if not hasattr(model, "W_l"):
         raise TypeError(f"{type(model).__name__} has no output layer W_l to flip")
     flipped = copy.deepcopy(model)
     with torch.no_grad():
         flipped.W_l.neg_()
+        if getattr(flipped, "skip", False):          # the skip term is part of the read-out
+            flipped.W_s.neg_()
     return flipped
 
 

@@ -11,6 +11,15 @@ Notation (shapes with batch ``B``, length ``T``, heads ``K``)::
 
 No biases anywhere. Positions are 0-based: ``[CLS]`` sits at position 0 and gets ``p_0``.
 
+``skip=True`` (off by default; the skip-connection ablation of the part 'Beyond one layer') adds
+a residual connection around the attention layer, read out linearly at ``[CLS]``: with a read-out ``R``
+(C x d_embed) of the [CLS] stream ``e_1 + sum_i W_o^(i) v~^(i)`` and ``W_l^(i) = K R W_o^(i)``,
+the logits are ``f(x) = (1/K) sum_i W_l^(i) v~^(i) + W_s e_1`` with ``W_s = R`` (C x d_embed,
+initialised U(-0.1, 0.1) like the other matrices, drawn after them so that the other weights of a
+seed are those of the model without it). ``e_1 = W_e[CLS] + p_0`` is the same for every document,
+so the skip term is a learned, document-independent offset of the logits: for given weights,
+every attention weight and every word's gradient are those of the model without it.
+
 Padding, ids and embeddings are the common half of every classifier
 (:class:`attnxai.interface.ClassifierBase`): ``padding="mask"`` (default) gives padded positions
 zero attention, ``padding="unk"`` fills every review with ``UNK`` up to ``max_len`` (the authors'
@@ -71,12 +80,17 @@ class AttentionClassifier(ClassifierBase):
     def __init__(self, vocab_size: int, d_embed: int = 128, d_attn: int = 64, d_value: int = 64,
                  n_heads: int = 6, max_len: int = 256, n_classes: int = 2, *,
                  padding: str = "mask", pad_id: int = 0, cls_id: int = 1, unk_id: int = 2,
-                 init_range: float = 0.1):
+                 init_range: float = 0.1, skip: bool = False):
         super().__init__(vocab_size, d_embed, max_len, n_classes, padding=padding, pad_id=pad_id,
                          cls_id=cls_id, unk_id=unk_id)
+        if not isinstance(skip, bool):
+            raise TypeError(f"skip must be True or False, got {type(skip).__name__}")
         self.config = dict(vocab_size=vocab_size, d_embed=d_embed, d_attn=d_attn, d_value=d_value,
                            n_heads=n_heads, max_len=max_len, n_classes=n_classes, padding=padding,
                            pad_id=pad_id, cls_id=cls_id, unk_id=unk_id)
+        if skip:             # only when on: the config of every model without it is unchanged
+            self.config["skip"] = True
+        self.skip = skip
         self.d_attn, self.d_value, self.n_heads = d_attn, d_value, n_heads
         K = n_heads
         # U(-0.1, 0.1) for the attention and output weights, as the authors.
@@ -84,6 +98,15 @@ class AttentionClassifier(ClassifierBase):
         self.W_k = nn.Parameter(torch.empty(K, d_attn, d_embed).uniform_(-init_range, init_range))
         self.W_v = nn.Parameter(torch.empty(K, d_value, d_embed).uniform_(-init_range, init_range))
         self.W_l = nn.Parameter(torch.empty(K, n_classes, d_value).uniform_(-init_range, init_range))
+        if skip:
+            self.W_s = nn.Parameter(torch.empty(n_classes, d_embed).uniform_(-init_range,
+                                                                             init_range))
+
+    def skip_term(self, e: Tensor) -> Tensor | None:
+        """``W_s e_1`` (B, n_classes) for a model with the skip connection, else None."""
+        if not self.skip:
+            return None
+        return e[:, 0] @ self.W_s.T
 
     # ------------------------------------------------------------------ forward
     def forward(self, ids: Tensor, return_internals: bool = False, *,
@@ -107,6 +130,8 @@ class AttentionClassifier(ClassifierBase):
         e_bar = torch.einsum("bkt,btd->bkd", alpha, e)
         v_tilde = torch.einsum("kvd,bkd->bkv", self.W_v, e_bar)
         head_logits = torch.einsum("bkv,kcv->bkc", v_tilde, self.W_l)
+        if self.skip:        # every head carries the skip term: their mean is still the logit
+            head_logits = head_logits + self.skip_term(e)[:, None, :]
         return head_logits if per_head else head_logits.mean(dim=1)
 
     def internals(self, e: Tensor, mask: Tensor | None = None, *,
@@ -124,9 +149,12 @@ class AttentionClassifier(ClassifierBase):
         token_scores = torch.einsum("bktv,kcv->bktc", v, self.W_l)
         if ids is None:
             ids = torch.full(e.shape[:2], -1, dtype=torch.long, device=e.device)
+        logits = head_logits.mean(dim=1)
+        if self.skip:        # head_logits stay W_l^(i) v~^(i); the logits carry W_s e_1
+            logits = logits + self.skip_term(e)
         return Internals(ids=ids, mask=mask, e=e, q1=q1, k=k, v=v, scores=scores, alpha=alpha,
                          v_tilde=v_tilde, token_scores=token_scores, head_logits=head_logits,
-                         logits=head_logits.mean(dim=1))
+                         logits=logits)
 
     def _alpha(self, e: Tensor, mask: Tensor) -> Tensor:
         """The [CLS] attention (B, K, T): scores ``q_1 . k_t / sqrt(d_attn)`` computed as

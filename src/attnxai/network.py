@@ -64,6 +64,9 @@ class Projections:
             raise TypeError("the closed forms and the fast LIME are derived for the single-layer "
                             f"AttentionClassifier, got {type(model).__name__} (for a Pretrained, "
                             "pass pre.model; other models take lime's generic path)")
+        if getattr(model, "skip", False):
+            raise TypeError("the projections describe the model without the skip connection "
+                            "(skip=True adds W_s e_1 to the logits): it takes lime's generic path")
         with torch.no_grad():
             P = _f64(model.positions(model.max_len + 2))
             W_q, W_k, W_v, W_l = (_f64(w) for w in (model.W_q, model.W_k, model.W_v, model.W_l))

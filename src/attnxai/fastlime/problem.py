@@ -58,6 +58,8 @@ def fast_path_reason(model: Any, text: str) -> str:
     if not isinstance(model.model, AttentionClassifier):
         return (f"the fast path is derived for the single-layer AttentionClassifier, not "
                 f"{type(model.model).__name__}")
+    if getattr(model.model, "skip", False):
+        return "the fast path is derived for the model without the skip connection (skip=True)"
     if not is_normalized(text):
         return "text is not in normalize_for_lime's form (lowercase [0-9a-z] tokens, single spaces)"
     return ""

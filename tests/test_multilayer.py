@@ -1,0 +1,400 @@
+"""The multi-layer classifier (issue 9): the model interface, padding, attention of every layer,
+rollout, float64 and bfloat16, checkpoints, LIME's generic path, the training recipe (resume,
+screens) and the studies of chapter 8, on tiny models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnxai import Pretrained, Vocab, explainers, fastlime
+from attnxai.model import AttentionClassifier
+from attnxai.multilayer import MultiLayerClassifier
+
+from conftest import WORDS, tiny_text
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: small models on a shared 2-core machine are faster so."""
+    from attnxai.threads import single_threaded
+
+    with single_threaded():
+        yield
+
+
+VARIANTS = [dict(), dict(norm="post"), dict(norm="none", residual=False), dict(norm="none"),
+            dict(d_ff=12), dict(d_ff=12, norm="post"), dict(n_layers=1)]
+
+
+def tiny_ml(seed: int = 0, *, n_layers: int = 3, padding: str = "mask", **kw) -> MultiLayerClassifier:
+    torch.manual_seed(seed)
+    vocab = Vocab(list(WORDS))
+    m = MultiLayerClassifier(len(vocab), d_embed=8, n_layers=n_layers, n_heads=2, d_attn=4,
+                             d_value=3, max_len=40, padding=padding, **kw)
+    with torch.no_grad():                    # move the LayerNorms off (1, 0): a real test
+        for name, p in m.named_parameters():
+            if p.dim() == 1:
+                p.add_(0.3 * torch.randn_like(p))
+    return m.double().eval()
+
+
+def tiny_ml_pretrained(seed: int = 0, **kw) -> Pretrained:
+    m = tiny_ml(seed, **kw)
+    return Pretrained(m, Vocab(list(WORDS)), {"train": {"profile": "tiny"}, "model": m.config}, {})
+
+
+def ids_batch(m, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, m.vocab_size, (3, 12), generator=g)
+    ids[:, 0] = m.cls_id
+    ids[1, 8:] = m.pad_id
+    ids[2, 5:] = m.pad_id
+    return ids
+
+
+@pytest.mark.parametrize("kw", VARIANTS)
+def test_interface_padding_and_attention(kw):
+    kw = dict(kw)
+    m = tiny_ml(n_layers=kw.pop("n_layers", 3), **kw)
+    ids = ids_batch(m)
+    logits = m(ids)
+    assert logits.shape == (3, 2) and logits.dtype == torch.float64
+    # a review's logits do not depend on the padding of its batch
+    assert torch.allclose(logits[1], m(ids[1:2, :8])[0], atol=1e-13, rtol=0)
+    assert torch.allclose(m(ids, per_head=True).mean(1), logits, atol=1e-14, rtol=0)
+    e, mask = m.embed(ids), m.pad_mask(ids)
+    a = m.cls_attention(e, mask)
+    assert a.shape == (3, m.n_layers, 2, 12)
+    assert torch.allclose(a.sum(-1), torch.ones_like(a.sum(-1)), atol=1e-14)
+    assert a[1, :, :, 8:].abs().max() == 0 and a[2, :, :, 5:].abs().max() == 0
+    maps = m.attention_maps(e, mask)
+    assert [tuple(x.shape) for x in maps] == [(3, 2, 12, 12)] * (m.n_layers - 1) + [(3, 2, 1, 12)]
+    for layer, A in enumerate(maps):
+        assert torch.allclose(A[:, :, 0], a[:, layer], atol=1e-15)
+    # the explainers see every layer
+    assert explainers.attention(m, ids, layer="all").shape == (3, m.n_layers, 12)
+    assert torch.isnan(explainers.attention(m, ids, layer=-1)[2, 5:]).all()
+
+
+def test_recorded_path_gives_the_same_logits():
+    """The fused attention of the forward and the explicit matrices of cls_attention agree."""
+    m = tiny_ml(n_layers=4, d_ff=6)
+    ids = ids_batch(m)
+    e, mask = m.embed(ids), m.pad_mask(ids)
+    u_fast, _ = m._last_input(e, mask, None)
+    u_rec, _ = m._last_input(e, mask, "cls")
+    assert torch.allclose(u_fast, u_rec, atol=1e-13, rtol=0)
+
+
+def test_one_layer_without_norm_is_the_papers_layer():
+    ml = tiny_ml(n_layers=1, norm="none")
+    single = AttentionClassifier(ml.vocab_size, d_embed=8, d_attn=4, d_value=3, n_heads=2,
+                                 max_len=40).double()
+    single.load_state_dict({k: getattr(ml, k).detach().clone()
+                            for k in ("W_e", "W_q", "W_k", "W_v", "W_l")})
+    ids = ids_batch(ml)
+    assert torch.allclose(ml(ids), single(ids), atol=1e-14, rtol=0)
+    assert torch.allclose(explainers.gradient(ml, ids), explainers.gradient(single, ids),
+                          atol=1e-14, rtol=0)
+    assert torch.allclose(explainers.rollout(ml, ids), explainers.attention(single, ids),
+                          atol=1e-15, equal_nan=True)
+
+
+def test_gradient_float64_against_finite_differences():
+    m = tiny_ml(n_layers=3)
+    ids = ids_batch(m)[:1]
+    g, e = explainers.gradient(m, ids, 1, return_embeddings=True)
+    mask = m.pad_mask(ids)
+    h = 1e-6
+    for t, d in ((0, 0), (3, 5), (7, 2)):
+        ep, em = e.clone(), e.clone()
+        ep[0, t, d] += h
+        em[0, t, d] -= h
+        with torch.no_grad():
+            fd = (m.forward_embeddings(ep, mask)[0, 1] - m.forward_embeddings(em, mask)[0, 1]) / (2 * h)
+        assert abs(float(fd) - float(g[0, t, d])) < 1e-8
+    s = explainers.gradient_summaries(m, ids_batch(m), 1)
+    assert set(s) == {"G-avg", "G-l1", "G-l2", "GxI"} and torch.isnan(s["GxI"][2, 5:]).all()
+
+
+def test_rollout_by_hand():
+    m = tiny_ml(n_layers=3)
+    ids = ids_batch(m)
+    e, mask = m.embed(ids), m.pad_mask(ids)
+    maps = m.attention_maps(e, mask)
+    eye = torch.eye(12, dtype=torch.float64)
+    A1, A2 = (0.5 * x.mean(1) + 0.5 * eye for x in maps[:2])
+    want = (maps[2].mean(1) @ A2 @ A1)[:, 0]
+    got = explainers.rollout(m, ids)
+    assert torch.allclose(got.nan_to_num(0), want, atol=1e-15)
+    assert torch.allclose(got.nansum(-1), torch.ones(3, dtype=torch.float64), atol=1e-14)
+    plain = tiny_ml(n_layers=2, residual=False, norm="none")
+    maps = plain.attention_maps(plain.embed(ids), plain.pad_mask(ids))
+    assert torch.allclose(explainers.rollout(plain, ids).nan_to_num(0),
+                          (maps[1].mean(1) @ maps[0].mean(1))[:, 0], atol=1e-15)
+
+
+def test_flip_output_layer_and_validation():
+    m = tiny_ml()
+    ids = ids_batch(m)
+    f = explainers.flip_output_layer(m)
+    assert torch.allclose(f(ids), -m(ids), atol=1e-14)
+    assert torch.equal(explainers.attention(f, ids, layer="all").nan_to_num(0),
+                       explainers.attention(m, ids, layer="all").nan_to_num(0))
+    with pytest.raises(ValueError, match="norm"):
+        MultiLayerClassifier(50, norm="mid")
+    with pytest.raises(ValueError, match="n_layers"):
+        MultiLayerClassifier(50, n_layers=0)
+    with pytest.raises(ValueError, match="dropout"):
+        MultiLayerClassifier(50, dropout=1.0)
+    with pytest.raises(ValueError, match="layer 3 does not exist"):
+        explainers.attention(m, ids, layer=3)
+
+
+def test_checkpoint_round_trip_float64_and_bf16(tmp_path):
+    from attnxai.checkpoint import MODEL_CLASSES, load, save
+
+    assert MODEL_CLASSES["MultiLayerClassifier"] is MultiLayerClassifier
+    m = tiny_ml(n_layers=2, d_ff=6).float()
+    vocab = Vocab(list(WORDS))
+    conf = {"arch": "MultiLayerClassifier", "train": {"profile": "tiny"}, "model": m.config}
+    path = save(Pretrained(m, vocab, conf, {"test_accuracy": 0.5}), tmp_path / "ml")
+    back = load(path)
+    assert isinstance(back.model, MultiLayerClassifier)
+    for (k, a), (_, b) in zip(m.state_dict().items(), back.model.state_dict().items()):
+        assert torch.equal(a, b), k
+    text = "good film but the plot was boring"
+    p32 = back.predict_logits([text])
+    assert np.allclose(load(path, dtype=torch.float64).predict_logits([text]), p32, atol=1e-5)
+    p16 = load(path, dtype=torch.bfloat16).predict_logits([text])
+    assert np.allclose(p16, p32, atol=0.05)
+
+
+def test_lime_generic_path_is_lime():
+    """fastlime on the multi-layer model takes lime's generic path and returns lime's numbers."""
+    from lime.lime_text import LimeTextExplainer
+
+    pre = tiny_ml_pretrained(n_layers=2)
+    text = tiny_text(20, seed=3)
+    res = fastlime.explain(pre, text, num_samples=300, random_state=7)
+    assert res.path == "generic"
+    exp = LimeTextExplainer(mask_string="UNK", random_state=7).explain_instance(
+        text, pre.predict_logits, labels=(1,), num_features=len(res.words), num_samples=300)
+    lime_coef = dict(exp.as_list(label=1))
+    assert np.allclose([lime_coef[w] for w in res.words], res.coef, atol=1e-8)
+    assert abs(exp.intercept[1] - res.intercept) < 1e-8
+
+
+def test_layer_lime_row():
+    from attnxai.experiment.multilayer import _pearson, layer_lime_row
+
+    pre = tiny_ml_pretrained(n_layers=3)
+    text = tiny_text(25, seed=1)
+    row = layer_lime_row(pre, text, seed=5, num_samples=200)
+    assert len(row["corr_layers"]) == 3 and row["n_words"] == len(row["words"])
+    res = fastlime.explain(pre, text, num_samples=200, random_state=5)
+    assert np.allclose(row["lime_coef"], res.coef)
+    ids = pre.encode(text)
+    a = explainers.attention(pre.model, ids, layer=1)[0]
+    words = ["[CLS]"] + text.split(" ")
+    per_word = explainers.word_scores(words, a)
+    x = np.array([per_word[w] for w in res.words])
+    assert np.allclose(row["alpha_words"][1], x)
+    assert row["corr_layers"][1] == pytest.approx(_pearson(x, np.abs(res.coef)))
+    assert abs(np.sum(row["rollout_words"]) - (1 - float(explainers.rollout(pre.model, ids)[0, 0]))) < 1e-9
+
+
+def test_bf16_inference_copy():
+    from attnxai.experiment.multilayer import _inference_copy
+
+    pre = tiny_ml_pretrained(n_layers=2)
+    pre.model.float()
+    cp = _inference_copy(pre, "bf16")
+    assert next(cp.model.parameters()).dtype == torch.bfloat16
+    assert next(pre.model.parameters()).dtype == torch.float32
+    texts = [tiny_text(n, seed=n) for n in (5, 17, 30)]
+    assert np.allclose(cp.predict_logits(texts), pre.predict_logits(texts), atol=0.05)
+    assert _inference_copy(pre, "fp32") is pre
+
+
+# ---------------------------------------------------------------- training
+@pytest.fixture(scope="module")
+def small_data(imdb):
+    from attnxai.data import IMDb
+
+    return IMDb(imdb.train[:320], imdb.valid[:64], imdb.test[:64], checksum=imdb.checksum)
+
+
+SMALL = dict(n_train=320, n_valid=64, n_test=64, epochs=3, d_embed=16, min_freq=2, max_len=64)
+
+
+def _equal_weights(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(),
+                                                 b.state_dict().values()))
+
+
+def test_training_resumes_bit_for_bit(small_data, tmp_path, monkeypatch):
+    from attnxai import train as T
+
+    cfg = T.get_config("multilayer-quick", **SMALL)
+    ref, _, met = T.train(cfg, small_data, progress=False)
+
+    class Stop(Exception):
+        pass
+
+    def hook(epoch):
+        if epoch == 2:
+            raise Stop
+
+    monkeypatch.setattr(T, "_EPOCH_HOOK", hook)
+    with pytest.raises(Stop):
+        T.train(cfg, small_data, progress=False, state_dir=tmp_path / "state")
+    monkeypatch.setattr(T, "_EPOCH_HOOK", None)
+    again, _, met2 = T.train(cfg, small_data, progress=False, state_dir=tmp_path / "state")
+    assert met2["resumed_at"] == [2]
+    assert _equal_weights(ref, again)
+    assert [h["valid_accuracy"] for h in met["history"]] == \
+        [h["valid_accuracy"] for h in met2["history"]]
+    # a state of another config is ignored
+    other = T.get_config("multilayer-quick", **{**SMALL, "seed": 1})
+    _, _, met3 = T.train(other, small_data, progress=False, state_dir=tmp_path / "state")
+    assert met3["resumed_at"] == []
+
+
+def test_screen_is_the_first_epoch_of_the_full_run(small_data):
+    from attnxai import train as T
+
+    cfg = T.get_config("multilayer-quick", **SMALL)
+    screen = T.get_config(cfg, extra={**cfg.extra, "stop_after": 1})
+    m1, _, met1 = T.train(screen, small_data, progress=False)
+    full, _, met = T.train(cfg, small_data, progress=False)
+    assert met1["history"][0]["valid_accuracy"] == met["history"][0]["valid_accuracy"]
+    assert met1["history"][0]["train_loss"] == met["history"][0]["train_loss"]
+    assert met1["test_accuracy"] is None and len(met1["history"]) == 1
+
+
+def test_paper_recipe_is_unchanged_and_skip_shares_weights(small_data):
+    """An empty extra is the authors' loop: no schedule, no clipping, random batches; the skip
+    model of a seed draws the other weights as the model without it."""
+    from attnxai import train as T
+
+    tiny = dict(SMALL, epochs=1, d_attn=8, d_value=8, n_heads=2)
+    r = T.recipe(T.get_config("paper"))
+    assert (r["arch"], r["warmup"], r["clip"], r["batching"]) == ("single", 0.0, None, "random")
+    m, _, _ = T.train(T.get_config("quick", **tiny), small_data, progress=False)
+    assert isinstance(m, AttentionClassifier) and not m.skip and "skip" not in m.config
+    vocab = Vocab(list(WORDS))
+    torch.manual_seed(3)
+    a = T.build_model(T.get_config("paper", d_embed=16), vocab)
+    torch.manual_seed(3)
+    b = T.build_model(T.get_config("paper-skip", d_embed=16), vocab)
+    assert b.skip and b.config["skip"] is True
+    for k in ("W_e", "W_q", "W_k", "W_v", "W_l"):
+        assert torch.equal(getattr(a, k), getattr(b, k))
+    with pytest.raises(ValueError, match="unknown TrainConfig.extra"):
+        T.recipe(T.get_config("paper", extra={"skipp": True}))
+    with pytest.raises(ValueError, match="stop_after"):
+        T.recipe(T.get_config("paper", extra={"stop_after": 11}))
+
+
+def test_bucketed_batches_cover_every_review_once():
+    from attnxai.train import bucketed_batches
+
+    lengths = list(np.random.default_rng(0).integers(2, 200, 1000))
+    batches = bucketed_batches(lengths, 32, torch.Generator().manual_seed(0), chunk_batches=5)
+    flat = sorted(i for b in batches for i in b)
+    assert flat == list(range(1000))
+    spread = np.mean([np.ptp([lengths[i] for i in b]) for b in batches])
+    assert spread < np.ptp(lengths) / 2
+
+
+def test_lr_factor():
+    from attnxai.train import lr_factor
+
+    assert [lr_factor(s, 100, 0.05, "linear") for s in (0, 4)] == [0.2, 1.0]
+    assert lr_factor(99, 100, 0.05, "linear") == pytest.approx(1 / 95)
+    assert lr_factor(50, 100, 0.0, "constant") == 1.0
+
+
+# ---------------------------------------------------------------- studies
+@pytest.fixture
+def tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_layer_lime_study_runs_and_resumes(small_data, tmp_cache, tmp_path, monkeypatch):
+    from attnxai import checkpoint, data
+    from attnxai.experiment import load_results, run
+    from attnxai.experiment.multilayer import LayerLime, layer_summary
+    from attnxai.train import get_config
+
+    monkeypatch.setattr(checkpoint, "load_imdb", lambda *a, **k: small_data)
+    cfg = get_config("multilayer-quick", **{**SMALL, "epochs": 1})
+    checkpoint.pretrained(cfg, progress=False)
+    monkeypatch.setattr(data, "load_imdb", lambda *a, **k: small_data)
+    study = LayerLime(profile=cfg, reviews=3, num_samples=60, precision="bf16", chunk=2)
+    rep = run(study, tmp_path / "out", progress=False)
+    assert rep.computed == 3
+    df = load_results(tmp_path / "out", keys=("test_index",), sort=("rank",))
+    assert len(df) == 3 and all(len(c) == 2 for c in df["corr_layers"])
+    assert set(df["path"]) == {"generic"}
+    summ = layer_summary(df)
+    assert list(summ["explainer"]) == ["layer 1", "layer 2", "rollout", "|G x I|"]
+    again = run(LayerLime(profile=cfg, reviews=3, num_samples=60, precision="bf16", chunk=2),
+                tmp_path / "out", progress=False)
+    assert again.computed == 0 and again.skipped == 3
+    with pytest.raises(ValueError, match="precision"):
+        LayerLime(profile=cfg, reviews=3, precision="fp16")
+
+
+def test_training_runs_study(small_data, tmp_cache, tmp_path, monkeypatch):
+    from attnxai import checkpoint
+    from attnxai.experiment import load_results, run
+    from attnxai.experiment.multilayer import TrainingRuns, screen_runs, skip_runs
+    from attnxai.train import PROFILES, TrainConfig, get_config
+
+    monkeypatch.setattr(checkpoint, "load_imdb", lambda *a, **k: small_data)
+
+    paper = skip_runs([42])
+    assert TrainConfig(**paper[0]["config"]) == PROFILES["paper"]
+    assert TrainConfig(**paper[1]["config"]) == PROFILES["paper-skip"]
+    runs = skip_runs([42, 7], base="quick")
+    assert [r["run"] for r in runs] == ["no skip, seed 42", "skip, seed 42", "no skip, seed 7",
+                                        "skip, seed 7"]
+    tiny = dict(SMALL, epochs=1, d_attn=8, d_value=8, n_heads=2)
+    for r in runs:
+        r["config"] = get_config("quick", **tiny, seed=r["seed"],
+                                 extra={"skip": True} if r["skip"] else {}).to_dict()
+    rep = run(TrainingRuns(runs[:2], name="skip"), tmp_path / "skip", progress=False)
+    assert rep.computed == 2
+    df = load_results(tmp_path / "skip", keys=("run",), sort=("rank",))
+    assert df["test_accuracy"].between(0, 1).all() and list(df["skip"]) == [False, True]
+    assert run(TrainingRuns(runs[:2], name="skip"), tmp_path / "skip",
+               progress=False).computed == 0
+    screens = screen_runs(["post-LN"], base=get_config("multilayer-quick", **SMALL))
+    assert screens[0]["config"]["extra"]["norm"] == "post"
+    assert screens[0]["config"]["extra"]["stop_after"] == 1
+    with pytest.raises(ValueError, match="unknown screens"):
+        screen_runs(["nope"])
+    with pytest.raises(ValueError, match="distinct"):
+        skip_runs([1, 1])
+
+
+def test_bf16_copy_is_only_for_the_generic_path():
+    """The single-layer model's LIME takes the fast path (float64 projections of the saved
+    weights): a bfloat16 copy would only round its weights, so it gets none."""
+    from attnxai.checkpoint import Pretrained
+    from attnxai.experiment.multilayer import _fast_path_model, _inference_copy
+
+    single = AttentionClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12)
+    pre = Pretrained(single, None, {}, {}, None)
+    assert _fast_path_model(single) and _inference_copy(pre, "bf16") is pre
+    skip = AttentionClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12,
+                               skip=True)
+    assert not _fast_path_model(skip)
+    deep = MultiLayerClassifier(30, d_embed=8, n_layers=2, n_heads=2, d_attn=4, d_value=4,
+                                max_len=12)
+    copy16 = _inference_copy(Pretrained(deep, None, {}, {}, None), "bf16")
+    assert copy16.model.W_q.dtype == torch.bfloat16 and deep.W_q.dtype == torch.float32
