@@ -156,19 +156,9 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
 
 def _source_state() -> dict:
     """The git commit of the package's source and whether tracked files differ from it."""
-    import subprocess
-    from pathlib import Path
+    from .train import source_state
 
-    src = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=10, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": head, "dirty": bool(dirty)}
+    return source_state()
 
 
 def _faith_run(args: argparse.Namespace) -> int:

@@ -49,7 +49,7 @@ import numpy as np
 
 from .. import validate
 from ..threads import single_threaded
-from .lime_corpus import ORDER_SEED, lime_seed, review_order
+from .lime_corpus import ORDER_SEED, lime_seed, ordered_reviews
 from .runner import RunReport, Study, chunked, run
 from .transport import ModelRef
 
@@ -206,21 +206,9 @@ class LayerLime(Study):
                 "correlation": "Pearson over the review's distinct words, against |LIME|",
                 "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime"}
 
-    def _text(self, idx: int) -> str:
-        from ..text import normalize_for_lime
-
-        return normalize_for_lime(self.data.test[idx].text, self.pre.model.max_len - 1)
-
     def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
-        order = review_order(len(self.data.test))
-        items = []
-        for rank in range(self.reviews):
-            idx = int(order[rank])
-            if (idx,) in done:
-                continue
-            r = self.data.test[idx]
-            items.append({"rank": rank, "test_index": idx, "review_id": r.id, "label": r.label,
-                          "rating": r.rating, "text": self._text(idx)})
+        reviews = ordered_reviews(self.data, self.reviews, self.pre.model.max_len)
+        items = [item() for idx, item in reviews if (idx,) not in done]
         return chunked(items, self.chunk)
 
     def model(self):
