@@ -398,3 +398,18 @@ def test_bf16_copy_is_only_for_the_generic_path():
                                 max_len=12)
     copy16 = _inference_copy(Pretrained(deep, None, {}, {}, None), "bf16")
     assert copy16.model.W_q.dtype == torch.bfloat16 and deep.W_q.dtype == torch.float32
+
+
+def test_best_offset_finds_the_shifted_threshold_and_refuses_mismatched_shapes():
+    from attnxai.experiment.multilayer import best_offset
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 4000)
+    d = np.where(y == 1, 1.0, -1.0) + 0.5 + 0.3 * rng.standard_normal(4000)   # biased by +0.5
+    r = best_offset(d[:2000], y[:2000], d[2000:], y[2000:])
+    assert abs(r["theta"] - 0.5) < 0.2
+    assert r["valid_after"] >= r["valid_before"] and r["test_after"] > r["test_before"]
+    unbiased = best_offset(d - 0.5, y, d - 0.5, y, grid=np.array([-0.01, 0.0, 0.01]))
+    assert unbiased["valid_after"] >= unbiased["valid_before"]
+    with pytest.raises(ValueError, match="equal length"):
+        best_offset(d[:10], y[:9], d, y)

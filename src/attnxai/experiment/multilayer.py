@@ -53,7 +53,7 @@ from .lime_corpus import ORDER_SEED, lime_seed, ordered_reviews
 from .runner import RunReport, Study, chunked, run
 from .transport import ModelRef
 
-__all__ = ["LayerLime", "PRECISIONS", "SCREENS", "TrainingRuns", "layer_lime_row",
+__all__ = ["LayerLime", "PRECISIONS", "SCREENS", "TrainingRuns", "best_offset", "layer_lime_row",
            "layer_summary", "run_layer_lime", "screen_runs", "skip_runs"]
 
 PRECISIONS = ("bf16", "fp32")
@@ -267,6 +267,28 @@ SCREENS: dict[str, tuple[dict[str, Any], str]] = {
     "pre-LN-FFN": ({"extra": {"d_ff": 256}},
                      "the profile plus a feed-forward block (GELU, 256) in each block"),
 }
+
+
+def best_offset(d_valid: np.ndarray, y_valid: np.ndarray, d_test: np.ndarray,
+                y_test: np.ndarray, grid: np.ndarray | None = None) -> dict[str, float]:
+    """What a post-hoc constant offset of the logits buys (chapter 8's Exercise 8.3): ``d`` are
+    the logit differences ``f_1 - f_0`` (shape (n,)), ``y`` the labels in {0, 1}. The threshold
+    ``theta`` of the rule ``d > theta`` is chosen on the validation reviews among ``grid``
+    (default: -2 to 2 by 0.005; ties: the one closest to 0); returns ``theta`` and the validation
+    and test accuracies at threshold 0 (the model as trained) and at ``theta``."""
+    d_valid, d_test = (np.asarray(d, dtype=np.float64) for d in (d_valid, d_test))
+    y_valid, y_test = (np.asarray(y).astype(bool) for y in (y_valid, y_test))
+    if d_valid.shape != y_valid.shape or d_test.shape != y_test.shape or d_valid.ndim != 1:
+        raise ValueError("d_valid/y_valid and d_test/y_test must be 1-d arrays of equal length")
+    grid = np.linspace(-2.0, 2.0, 801) if grid is None else np.asarray(grid, dtype=np.float64)
+    acc = ((d_valid[None, :] > grid[:, None]) == y_valid[None, :]).mean(axis=1)
+    best = np.flatnonzero(acc == acc.max())
+    theta = float(grid[best[np.argmin(np.abs(grid[best]))]])
+    return {"theta": theta,
+            "valid_before": float(((d_valid > 0) == y_valid).mean()),
+            "valid_after": float(((d_valid > theta) == y_valid).mean()),
+            "test_before": float(((d_test > 0) == y_test).mean()),
+            "test_after": float(((d_test > theta) == y_test).mean())}
 
 
 def screen_runs(names: Sequence[str] | None = None, *, base: Any = None) -> list[dict[str, Any]]:
