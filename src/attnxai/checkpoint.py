@@ -537,16 +537,21 @@ def _build(path: Path, config: dict, vocab: Vocab, metrics: dict, state: dict,
     return Pretrained(model, vocab, config, metrics, path)
 
 
+def _read_folder(path: str | os.PathLike) -> tuple[Path, dict[str, bytes]]:
+    """The checkpoint folder ``path`` and its files' bytes; a clear error when it is missing."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"no checkpoint folder at {path}: train one with "
+                                "`python -m attnxai train --profile quick` or give the right path")
+    return path, _read_files(path)
+
+
 def load(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32) -> Pretrained:
     """Load and verify a checkpoint folder written by :func:`save` (module docstring).
 
     Raises ``FileNotFoundError`` for a missing folder or file and :class:`CheckpointError` for a
     damaged or inconsistent one (naming the file and how to rebuild it)."""
-    path = Path(path).expanduser()
-    if not path.is_dir():
-        raise FileNotFoundError(f"no checkpoint folder at {path}: train one with "
-                                "`python -m attnxai train --profile quick` or give the right path")
-    files = _read_files(path)
+    path, files = _read_folder(path)
     config, vocab, metrics, state = _check(path, files)
     pre = _build(path, config, vocab, metrics, state, dtype)
     if MANIFEST not in files:
@@ -560,11 +565,7 @@ def checkpoint_files(path: str | os.PathLike) -> dict[str, bytes]:
     verified exactly as :func:`load` verifies them: what a cluster worker receives instead of a
     path (:mod:`attnxai.experiment.transport`). A legacy folder (no manifest) gets, in memory, the
     manifest :func:`load` would write for it after its consistency checks."""
-    path = Path(path).expanduser()
-    if not path.is_dir():
-        raise FileNotFoundError(f"no checkpoint folder at {path}: train one with "
-                                "`python -m attnxai train --profile quick` or give the right path")
-    files = _read_files(path)
+    path, files = _read_folder(path)
     config, vocab, _, _ = _check(path, files)
     if MANIFEST not in files:
         files[MANIFEST] = _manifest(files, config, len(vocab), adopted=True)
