@@ -354,3 +354,22 @@ def test_lime_weights_and_sigma_solve():
     gamma = rng.normal(size=(2, d + 1))
     want = np.stack([lt.beta_from_gamma(g, nu)[1] for g in gamma])
     np.testing.assert_allclose(lc.solve_sigma(gamma, nu), want, atol=1e-10)
+
+
+def test_binomial_truncated_lambda_rule_changes_nothing():
+    """Each node p stops its lambda rule once the rest is below TAIL (module docstring of
+    lime_binomial): the same effects as the whole rule to rounding, with fewer evaluations."""
+    pre = make_tiny(seed=21, n_heads=2, max_len=130, scale=1.5)
+    rng = np.random.default_rng(21)
+    # 120 tokens of the 26 words 4..29: P(every word deleted) = (1 - p)^26, negligible at the
+    # upper nodes, which stop early (on a review of 150 words, the middle ones too)
+    ids = np.concatenate([[1], rng.integers(4, 30, size=120)])
+    feats = la.document_features(ids[1:].tolist(), True)
+    tb = la.tables(pre.model, ids)
+    nodes = np.linspace(0.0, 0.99, 9)
+    short, full = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    d1, p1 = lb.binomial_effects(tb, feats, nodes, 1, counts=short)
+    d0, p0 = lb.binomial_effects(tb, feats, nodes, 1, tail=0.0, counts=full)
+    np.testing.assert_allclose(d1, d0, rtol=0, atol=1e-14 * np.abs(d0).max())
+    np.testing.assert_allclose(p1, p0, rtol=0, atol=1e-14 * np.abs(p0).max())
+    assert np.all(short < full)                       # the truncation did stop nodes

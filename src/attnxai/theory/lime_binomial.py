@@ -19,10 +19,25 @@ stable), and its word's factor is recomputed with it, the changes adding up over
 For independent removal it is exact when positions do not matter (a model without position
 codes); lime's own law adds an ``O(1/d)`` term, and with positions it is an approximation, measured
 in chapter 6 against exhaustive enumeration on small random models and
-against LIME on the trained one. The book's earlier implementation computed the same thing with
-numpy in about a second per review; :func:`binomial_delete` does it
-in tens of milliseconds per head (``benchmarks/bench_lime_limit.py`` times a whole review; the lambda rule of :func:`~attnxai.theory.lime_quadrature.lambda_rule_doubling`,
-the binomial laws on their windows of non-negligible mass, compiled here).
+against LIME on the trained one.
+
+**Cost.** The book's earlier implementation computed the same thing with numpy in about a second
+per review; :func:`binomial_delete` compiles it (``benchmarks/bench_lime_limit.py`` times a whole
+review). Its work is one evaluation per (head, node ``p``, node ``lambda``, token), each a sum
+over the binomial window of the token's position (``+-8`` standard deviations): on a 255-token
+review, 6 heads x 25 x about 27 x 255 evaluations of about 50 terms. Two things cut it without
+changing the answer:
+
+* the binomial windows are computed once per review, for every head;
+* **each node ``p`` stops its lambda rule early.** ``E[M/N] = sum_l w_l E[M exp(-lambda_l N)]``
+  and, for ``lambda >= lambda_l``, the rest of the sum is at most about ``|f|_max
+  E[exp(-lambda_l N / 2)]`` (the trapezoid sum of the decreasing ``lambda N exp(-lambda N)``
+  is below its integral plus its first term); conditioning on ``z_j`` divides ``E`` by at most
+  ``min(p, 1 - p)``. So once ``E[exp(-lambda N / 2)] < TAIL min(p, 1 - p)`` (``TAIL = 1e-16``),
+  the node's remaining levels change nothing at float64 precision. The rule must reach
+  ``lambda g0 = 20`` for the configuration where every word is deleted, but at ``p = 1/2`` that
+  configuration has probability ``2^-d``: the middle nodes stop after about 17 of 27 levels.
+  Tested against the untruncated rule (``tail=0``).
 """
 
 from __future__ import annotations
@@ -36,35 +51,52 @@ from .lime_inputs import Tables, token_layout
 from .lime_kernels import _FAST, _jit, _table_entry, arena
 from .lime_quadrature import lambda_rule_doubling
 
-__all__ = ["binomial_delete", "binomial_effects", "binomial_windows"]
+__all__ = ["TAIL", "binomial_delete", "binomial_effects", "binomial_windows"]
+
+#: A node of the lambda rule stops once ``E[exp(-lambda N / 2)] < TAIL * min(p, 1 - p)``: the
+#: rest of the rule adds less than ``2 TAIL`` times the largest output (module docstring).
+TAIL = 1e-16
 
 
-def binomial_effects(tb: Tables, feats: list[np.ndarray], nodes: np.ndarray,
-                     ksub: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def binomial_effects(tb: Tables, feats: list[np.ndarray], nodes: np.ndarray, ksub: int = 1,
+                     tail: float = TAIL, counts: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """``delta`` (K, n_nodes, d) and ``Phi`` (K, n_nodes) of the binomial-position approximation
-    (module docstring) at the kept fractions ``nodes``."""
+    (module docstring) at the kept fractions ``nodes``. ``tail``: a node stops once the rest of
+    the lambda rule adds less than ``2 tail`` times the largest output (0: never stops);
+    ``counts`` (K,) int64, if given, receives the number of (node, lambda) pairs evaluated per
+    head."""
     K, T, d = tb.n_heads, tb.T, len(feats)
     n = T - 1
     owner, o, n_other = token_layout(feats, T)
     first = np.array([int(np.min(f)) - 1 for f in feats], dtype=np.int64)
+    EA, EB, EBR = np.zeros((K, n)), np.zeros((K, n + 2)), np.zeros((K, n + 2))
+    G0, H0, rules = np.zeros(K), np.zeros(K), []
+    for k in range(K):
+        a = tb.a_tok[k, 1:]
+        amax = a.max()
+        bmax = tb.b[k, :n + 2].max()
+        EA[k] = np.exp(a - amax)
+        EB[k] = np.exp(tb.b[k, :n + 2] - bmax)
+        EBR[k] = EB[k] * tb.r[k, :n + 2]
+        G0[k] = float(np.exp(tb.a_tok[k, 0] + tb.b[k, 0] - amax - bmax))
+        H0[k] = G0[k] * float(tb.c_tok[k, 0] + tb.r[k, 0])
+        best = np.maximum.accumulate(EB[k, 1:n + 2])        # max over positions 1..t+1
+        n_max = G0[k] + float(np.sum(EA[k] * best[1:n + 1]))
+        rules.append(lambda_rule_doubling(G0[k], n_max, ksub))
+    lmax = max(r.lam.size for r in rules)
+    LAM, WTS = np.ones((K, lmax)), np.zeros((K, lmax))
+    NL = np.array([r.lam.size for r in rules], dtype=np.int64)
+    for k, r in enumerate(rules):
+        LAM[k, :r.lam.size] = r.lam
+        WTS[k, :r.lam.size] = r.with_offset(G0[k])
     delta = np.zeros((K, nodes.size, d))
     phi = np.zeros((K, nodes.size))
-    with one_blas_thread():
-        for k in range(K):
-            a = tb.a_tok[k, 1:]
-            amax = a.max()
-            bmax = tb.b[k, :n + 2].max()
-            ea = np.exp(a - amax)
-            eb = np.exp(tb.b[k] - bmax)
-            ebr = eb * tb.r[k]
-            g0 = float(np.exp(tb.a_tok[k, 0] + tb.b[k, 0] - amax - bmax))
-            h0 = g0 * float(tb.c_tok[k, 0] + tb.r[k, 0])
-            best = np.maximum.accumulate(eb[1:n + 2])        # max over positions 1..t+1
-            n_max = g0 + float(np.sum(ea * best[1:n + 1]))
-            rule = lambda_rule_doubling(g0, n_max, ksub)
-            binomial_delete(ea, np.ascontiguousarray(tb.c_tok[k, 1:]), 1 + o, n_other, owner,
-                            first, eb, ebr, h0, nodes, rule.lam, rule.with_offset(g0), rule.ksub,
-                            delta[k], phi[k])
+    evaluated = binomial_delete(EA, np.ascontiguousarray(tb.c_tok[:, 1:]), 1 + o, n_other, owner,
+                                first, EB, EBR, G0, H0, nodes, LAM, WTS, NL, ksub, delta, phi,
+                                tail=tail)
+    if counts is not None:
+        counts[...] = evaluated
     return delta, phi
 
 
@@ -128,16 +160,25 @@ def binomial_windows(n_other, nodes, tol, lo, length, offset, pmf):
 
 
 @_jit(_FAST)
-def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, wlo, wlen, woff,
-                     pmf, lam, wts, ksub, delta, phi, X, ET, EHT, logE, rat, dE0, dE1, rz0,
-                     rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1, ob0, ob1):
+def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes, wlo, wlen,
+                     woff, pmf, lam, wts, ksub, delta, phi, X, ET, EHT, logE, rat, dE0, dE1,
+                     rz0, rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1, ob0, ob1, alive,
+                     past, tail):
     """Deletion with every word kept independently with probability ``p`` and each kept token at
     ``1 + o_t + B_t``, ``B_t ~ Binomial(n_t, p)`` independent across tokens; keeping word j moves
     every later token of another word one position further (one position per word). Adds
     ``delta[i, j] = E[f | z_j = 1] - E[f | z_j = 0]`` and ``phi[i] = E[f]`` for one head at every
-    node ``p = nodes[i]`` (the approximation of :mod:`attnxai.theory.lime_binomial`)."""
+    node ``p = nodes[i]`` (the approximation of :mod:`attnxai.theory.lime_binomial`).
+
+    A node stops once ``E[exp(-lambda N / 2)] < tail * min(p, 1 - p)`` (``past`` keeps the value
+    of ``E[exp(-lambda N)]`` at the last ``ksub`` levels): every later node of the rule then adds
+    less than ``2 tail`` times the largest output to ``delta`` and ``phi`` (module docstring).
+    Returns the number of (node, lambda) pairs evaluated."""
     n = ea.shape[0]
+    evaluated = 0
     d = KE.shape[0]
+    for i in range(nodes.shape[0]):
+        alive[i] = 1
     for l in range(lam.shape[0]):
         Xs = X[l % ksub]
         lm = lam[l]
@@ -164,6 +205,9 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, wl
                 ET[ro + q - 1] = e
                 EHT[ro + q - 1] = e * e_t * (eb[q] * c_t + ebr[q])
         for i in range(nodes.shape[0]):
+            if alive[i] == 0:
+                continue
+            evaluated += 1
             p = nodes[i]
             for t in range(1, n + 1):
                 ro = (t - 1) * (t + 2) // 2
@@ -217,6 +261,11 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, wl
                 S += math.log(L)
                 R += ratio[j]
             phi[i] += w * math.exp(S) * (h0 + R)
+            e_now = math.exp(S - lm * g0)                 # E[exp(-lambda N)], scaled units
+            slot = l % ksub
+            if l >= ksub and past[slot, i] < tail * min(p, 1.0 - p):
+                alive[i] = 0                             # E at lambda / 2 negligible: stop
+            past[slot, i] = e_now
             for t in range(n):
                 j = owner[t]
                 kap = p * KE[j] / Lw[j]
@@ -260,27 +309,50 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, wl
                 on = math.exp(lj + dS1) * (KE[j] * (rest + dR1) + KH[j])
                 off = math.exp(lj + dS0) * (rest + dR0)
                 delta[i, j] += w * (on - off)
+    return evaluated
 
 
-def binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, h0, nodes, lam, wts, ksub,
-                    delta, phi, tol=1e-14):
-    """:func:`_binomial_delete` (docstring there) on one arena per call
+@_jit(_FAST)
+def _binomial_delete_heads(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes, wlo,
+                           wlen, woff, pmf, LAM, WTS, NL, ksub, delta, phi, X, ET, EHT, logE,
+                           rat, dE0, dE1, rz0, rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1,
+                           ob0, ob1, alive, past, tail, counts):
+    """:func:`_binomial_delete` for every head ``k`` (row ``k`` of the stacked inputs; head
+    ``k``'s rule is ``LAM[k, :NL[k]]``, ``WTS[k, :NL[k]]``); ``counts[k]``: the (node, lambda)
+    pairs evaluated for head ``k``."""
+    for k in range(EA.shape[0]):
+        nl = NL[k]
+        counts[k] = _binomial_delete(EA[k], CW[k], base, n_other, owner, first, EB[k], EBR[k], G0[k], H0[k],
+                         nodes, wlo, wlen, woff, pmf, LAM[k, :nl], WTS[k, :nl], ksub, delta[k],
+                         phi[k], X, ET, EHT, logE, rat, dE0, dE1, rz0, rz1, KE, KH, Lw, ratio,
+                         a0, a1, b0, b1, oa0, oa1, ob0, ob1, alive, past, tail)
+
+
+def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes, LAM, WTS, NL,
+                    ksub, delta, phi, tol=1e-14, tail=TAIL) -> np.ndarray:
+    """:func:`_binomial_delete` (docstring there) for every head, on one arena per call
     (:func:`attnxai.theory.lime_kernels.arena`: fixed relative addresses, the same bits every
-    call); adds to ``delta`` (n_nodes, d) and ``phi`` (n_nodes,)."""
-    n, d = len(ea), delta.shape[1]
+    call); the binomial windows are computed once for all heads. Stacked inputs: ``EA``,
+    ``CW`` (K, n), ``EB``, ``EBR`` (K, n + 2), ``G0``, ``H0``, ``NL`` (K,), ``LAM``, ``WTS``
+    (K, max NL); adds to ``delta`` (K, n_nodes, d) and ``phi`` (K, n_nodes). Returns the
+    number of (node, lambda) pairs evaluated per head (K,)."""
+    n, d = EA.shape[1], delta.shape[2]
     f, i8 = np.float64, np.int64
     n_other = np.ascontiguousarray(n_other, dtype=i8)
     nodes_ = np.asarray(nodes, f)
     lo = np.zeros((nodes_.size, n), dtype=i8)
     length, offset = np.zeros_like(lo), np.zeros_like(lo)
     pmf = np.empty(max(int(nodes_.size * (n_other.sum() + 2 * n)), 1))
-    binomial_windows(n_other, nodes_, tol, lo, length, offset, pmf)
+    used = binomial_windows(n_other, nodes_, tol, lo, length, offset, pmf)
     cells = n * (n + 3) // 2 + 1
-    v = arena(np.asarray(ea, f), np.asarray(cw, f), np.asarray(base, i8), n_other,
-              np.asarray(owner, i8), np.asarray(first, i8), np.asarray(eb, f), np.asarray(ebr, f),
-              nodes_, lo, length, offset, pmf, np.asarray(lam, f), np.asarray(wts, f),
+    v = arena(np.asarray(EA, f), np.asarray(CW, f), np.asarray(base, i8), n_other,
+              np.asarray(owner, i8), np.asarray(first, i8), np.asarray(EB, f), np.asarray(EBR, f),
+              np.asarray(G0, f), np.asarray(H0, f), nodes_, lo, length, offset, pmf[:max(used, 1)],
+              np.asarray(LAM, f), np.asarray(WTS, f), np.asarray(NL, i8),
               np.asarray(delta, f), np.asarray(phi, f), ((int(ksub), cells), f), (cells, f),
-              (cells, f), *[(n, f)] * 6, *[(d, f)] * 4, *[(n, f)] * 4, *[(d, f)] * 4)
-    _binomial_delete(*v[:8], float(h0), *v[8:15], int(ksub), *v[15:])
-    delta[...] = v[15]
-    phi[...] = v[16]
+              (cells, f), *[(n, f)] * 6, *[(d, f)] * 4, *[(n, f)] * 4, *[(d, f)] * 4,
+              (nodes_.size, i8), ((int(ksub), nodes_.size), f), (EA.shape[0], i8))
+    _binomial_delete_heads(*v[:18], int(ksub), *v[18:-1], float(tail), v[-1])
+    delta[...] = v[18]
+    phi[...] = v[19]
+    return v[-1].copy()
