@@ -46,7 +46,6 @@ import math
 
 import numpy as np
 
-from ..threads import one_blas_thread
 from .lime_inputs import Tables, token_layout
 from .lime_kernels import _FAST, _jit, _table_entry, arena
 from .lime_quadrature import lambda_rule_doubling
