@@ -186,23 +186,29 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes
         for t in range(1, n + 1):                  # exp(-lambda G_t(q)), q = 1..t+1, doubling
             ro = (t - 1) * (t + 2) // 2
             e_t = ea[t - 1]
+            # row views (entry q - 1 for position q): see the window sums below
+            xr = Xs[ro:ro + t + 1]
+            er = ET[ro:ro + t + 1]
+            hr = EHT[ro:ro + t + 1]
+            ebq = eb[1:t + 2]
+            ebrq = ebr[1:t + 2]
             if init:
-                for q in range(1, t + 2):
-                    Xs[ro + q - 1] = _table_entry(lm * e_t * eb[q])
+                for q in range(t + 1):
+                    xr[q] = _table_entry(lm * e_t * ebq[q])
             else:
                 for q in range(t + 1):
-                    x = Xs[ro + q]
+                    x = xr[q]
                     v = x * (2.0 - x)
                     v = v if v < 0.5 else v - 1.0
                     u = -(x * x)
                     u = u if u < -1e-300 else -1e-300
-                    Xs[ro + q] = v if x >= 0.0 else u
+                    xr[q] = v if x >= 0.0 else u
             c_t = cw[t - 1]
-            for q in range(1, t + 2):              # exp(-lambda G) and its numerator term
-                x = Xs[ro + q - 1]
+            for q in range(t + 1):                 # exp(-lambda G) and its numerator term
+                x = xr[q]
                 e = 1.0 - x if x >= 0.0 else -x
-                ET[ro + q - 1] = e
-                EHT[ro + q - 1] = e * e_t * (eb[q] * c_t + ebr[q])
+                er[q] = e
+                hr[q] = e * e_t * (ebq[q] * c_t + ebrq[q])
         for i in range(nodes.shape[0]):
             if alive[i] == 0:
                 continue
@@ -227,12 +233,19 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes
                 h0z = 0.0
                 m1 = 0.0
                 h1z = 0.0
+                # views first: indices from range(ln) are known >= 0, so the compiled loop has
+                # no negative-index wraparound and vectorises (o + k would not)
+                pw = pmf[o:o + ln]
+                e0 = ET[c0:c0 + ln]
+                e1 = ET[c0 + 1:c0 + 1 + ln]
+                f0 = EHT[c0:c0 + ln]
+                f1 = EHT[c0 + 1:c0 + 1 + ln]
                 for k in range(ln):
-                    pk = pmf[o + k]
-                    m0 += pk * ET[c0 + k]
-                    h0z += pk * EHT[c0 + k]
-                    m1 += pk * ET[c0 + k + 1]
-                    h1z += pk * EHT[c0 + k + 1]
+                    pk = pw[k]
+                    m0 += pk * e0[k]
+                    h0z += pk * f0[k]
+                    m1 += pk * e1[k]
+                    h1z += pk * f1[k]
                 mP = max((1.0 - p) * m0 + p * m1, 1e-300)
                 r = ((1.0 - p) * h0z + p * h1z) / mP
                 logE[t - 1] = mP                     # (the transform itself, multiplied below)
