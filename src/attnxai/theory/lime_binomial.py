@@ -25,9 +25,13 @@ against LIME on the trained one.
 per review; :func:`binomial_delete` compiles it (``benchmarks/bench_lime_limit.py`` times a whole
 review). Its work is one evaluation per (head, node ``p``, node ``lambda``, token), each a sum
 over the binomial window of the token's position (``+-8`` standard deviations): on a 255-token
-review, 6 heads x 25 x about 27 x 255 evaluations of about 50 terms. Two things cut it without
-changing the answer:
+review of the trained model, about 0.95 million evaluations (6 heads x 25 nodes ``p`` x about 25
+nodes ``lambda`` x 255 tokens) of about 50 terms. Three things cut its time without changing the
+answer beyond rounding:
 
+* the window sums and the table rows index *views* (``pmf[o:o + ln]``, then ``[k]``): an index
+  ``o + k`` may be negative as far as numba knows, and its wraparound check kept LLVM from
+  vectorising the sums (2.3x on the whole call);
 * the binomial windows are computed once per review, for every head;
 * **each node ``p`` stops its lambda rule early.** ``E[M/N] = sum_l w_l E[M exp(-lambda_l N)]``
   and, for ``lambda >= lambda_l``, the rest of the sum is at most about ``|f|_max
@@ -35,9 +39,13 @@ changing the answer:
   is below its integral plus its first term); conditioning on ``z_j`` divides ``E`` by at most
   ``min(p, 1 - p)``. So once ``E[exp(-lambda N / 2)] < TAIL min(p, 1 - p)`` (``TAIL = 1e-16``),
   the node's remaining levels change nothing at float64 precision. The rule must reach
-  ``lambda g0 = 20`` for the configuration where every word is deleted, but at ``p = 1/2`` that
-  configuration has probability ``2^-d``: the middle nodes stop after about 17 of 27 levels.
-  Tested against the untruncated rule (``tail=0``).
+  ``lambda g0 = 20`` for the configuration where every word is deleted; on trained reviews the
+  words that carry a head's attention are few, so the configurations where they are all deleted
+  keep ``E`` from falling fast, and about 12 % of the (node, lambda) pairs are skipped. Tested
+  against the untruncated rule (``tail=0``).
+
+What remains is about 50 ns per evaluation (two logarithms and the window's ~50 terms): the
+structure itself, not its compilation, keeps deletion with repeated words above 10 ms per review.
 """
 
 from __future__ import annotations

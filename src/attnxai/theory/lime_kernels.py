@@ -104,40 +104,49 @@ def _chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off, X, A, 
             no = xo + t                    # row t of A (t + 1 entries)
             ea_t = ea[t - 1]
             cw_t = cw[t - 1]
+            # row views: indices from range() are known >= 0, so numba drops the negative-index
+            # wraparound and LLVM vectorises the loops (xo + c would not)
+            xr = Xs[xo:xo + t]             # xr[q - 1]: position q
+            Ap = A[xo:xo + t]
+            AMp = AM[xo:xo + t]
+            Ac = A[no:no + t + 1]
+            AMc = AM[no:no + t + 1]
+            ebq = eb[1:t + 1]              # ebq[q - 1] = eb[q]
+            ebrq = ebr[1:t + 1]
             if first:
-                for q in range(1, t + 1):
-                    Xs[xo + q - 1] = _table_entry(lm * ea_t * eb[q])
+                for q in range(t):
+                    xr[q] = _table_entry(lm * ea_t * ebq[q])
             inv = 1.0 / t
             # one pass per row: the E table moves to this node, then the forward step
             if lime:
-                A[no] = A[xo]
-                AM[no] = AM[xo]
+                Ac[0] = Ap[0]
+                AMc[0] = AMp[0]
             else:
-                A[no] = pd * A[xo]
-                AM[no] = pd * AM[xo]
+                Ac[0] = pd * Ap[0]
+                AMc[0] = pd * AMp[0]
             if not first:
                 for c in range(t):
-                    x = Xs[xo + c]
+                    x = xr[c]
                     v = x * (2.0 - x)
                     v = v if v < 0.5 else v - 1.0
                     u = -(x * x)
                     u = u if u < -1e-300 else -1e-300
-                    Xs[xo + c] = v if x >= 0.0 else u
+                    xr[c] = v if x >= 0.0 else u
             for c in range(1, t):
-                x = Xs[xo + c - 1]
+                x = xr[c - 1]
                 e = 1.0 - x if x >= 0.0 else -x
-                hh = ea_t * (eb[c] * cw_t + ebr[c])
+                hh = ea_t * (ebq[c - 1] * cw_t + ebrq[c - 1])
                 kc = c * inv if lime else pk
                 ke = kc * e
                 dc = 1.0 - kc if lime else pd
-                a1 = A[xo + c - 1]
-                AM[no + c] = dc * AM[xo + c] + ke * (AM[xo + c - 1] + hh * a1)
-                A[no + c] = dc * A[xo + c] + ke * a1
-            x = Xs[xo + t - 1]
+                a1 = Ap[c - 1]
+                AMc[c] = dc * AMp[c] + ke * (AMp[c - 1] + hh * a1)
+                Ac[c] = dc * Ap[c] + ke * a1
+            x = xr[t - 1]
             e = (1.0 - x if x >= 0.0 else -x) * (1.0 if lime else pk)
-            a1 = A[xo + t - 1]
-            AM[no + t] = e * (AM[xo + t - 1] + ea_t * (eb[t] * cw_t + ebr[t]) * a1)
-            A[no + t] = e * a1
+            a1 = Ap[t - 1]
+            AMc[t] = e * (AMp[t - 1] + ea_t * (eb[t] * cw_t + ebr[t]) * a1)
+            Ac[t] = e * a1
         fo = n * (n + 1) // 2
         acc0 = 0.0
         for m in range(n + 1):
@@ -152,28 +161,35 @@ def _chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off, X, A, 
             cw_t = cw[t - 1]
             inv = 1.0 / t
             acc = 0.0
+            xr = Xs[xo:xo + t]
+            Ap = A[xo:xo + t]
+            AMp = AM[xo:xo + t]
+            ebq = eb[1:t + 1]              # ebq[c] = eb[c + 1]
+            ebrq = ebr[1:t + 1]
+            b1v = beta[1:t + 1]            # b1v[c] = beta[c + 1]
+            bm1v = betaM[1:t + 1]
             if lime:
                 for c in range(t):
-                    x = Xs[xo + c]
+                    x = xr[c]
                     e = 1.0 - x if x >= 0.0 else -x
-                    hh = ea_t * (eb[c + 1] * cw_t + ebr[c + 1])
+                    hh = ea_t * (ebq[c] * cw_t + ebrq[c])
                     ke = (c + 1) * inv * e
-                    b1 = beta[c + 1]
-                    bm1 = betaM[c + 1]
-                    acc += ke * (A[xo + c] * (bm1 + (h0 + hh) * b1) + AM[xo + c] * b1)
+                    b1 = b1v[c]
+                    bm1 = bm1v[c]
+                    acc += ke * (Ap[c] * (bm1 + (h0 + hh) * b1) + AMp[c] * b1)
                     dc = (t - c) * inv
                     betaM[c] = dc * betaM[c] + ke * (bm1 + hh * b1)
                     beta[c] = dc * beta[c] + ke * b1
             else:
                 acc_off = 0.0
                 for c in range(t):
-                    x = Xs[xo + c]
+                    x = xr[c]
                     e = 1.0 - x if x >= 0.0 else -x
-                    hh = ea_t * (eb[c + 1] * cw_t + ebr[c + 1])
-                    b1 = beta[c + 1]
-                    bm1 = betaM[c + 1]
-                    acc += e * (A[xo + c] * (bm1 + (h0 + hh) * b1) + AM[xo + c] * b1)
-                    acc_off += A[xo + c] * (betaM[c] + h0 * beta[c]) + AM[xo + c] * beta[c]
+                    hh = ea_t * (ebq[c] * cw_t + ebrq[c])
+                    b1 = b1v[c]
+                    bm1 = bm1v[c]
+                    acc += e * (Ap[c] * (bm1 + (h0 + hh) * b1) + AMp[c] * b1)
+                    acc_off += Ap[c] * (betaM[c] + h0 * beta[c]) + AMp[c] * beta[c]
                     ke = pk * e
                     betaM[c] = pd * betaM[c] + ke * (bm1 + hh * b1)
                     beta[c] = pd * beta[c] + ke * b1
@@ -205,33 +221,37 @@ def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta,
             no = xo + t
             ek, er, hkt, hrt = EK[t - 1], ER[t - 1], hk[t - 1], hr[t - 1]
             inv = 1.0 / t
+            Ap = A[xo:xo + t]              # row views (see chain_delete)
+            AMp = AM[xo:xo + t]
+            Ac = A[no:no + t + 1]
+            AMc = AM[no:no + t + 1]
             if lime:
-                A[no] = er * A[xo]
-                AM[no] = er * (AM[xo] + hrt * A[xo])
+                Ac[0] = er * Ap[0]
+                AMc[0] = er * (AMp[0] + hrt * Ap[0])
                 for c in range(1, t):
                     kc = c * inv
                     dr = (1.0 - kc) * er
                     ke = kc * ek
-                    a0 = A[xo + c]
-                    a1 = A[xo + c - 1]
-                    AM[no + c] = dr * (AM[xo + c] + hrt * a0) + ke * (AM[xo + c - 1] + hkt * a1)
-                    A[no + c] = dr * a0 + ke * a1
-                a1 = A[xo + t - 1]
-                AM[no + t] = ek * (AM[xo + t - 1] + hkt * a1)
-                A[no + t] = ek * a1
+                    a0 = Ap[c]
+                    a1 = Ap[c - 1]
+                    AMc[c] = dr * (AMp[c] + hrt * a0) + ke * (AMp[c - 1] + hkt * a1)
+                    Ac[c] = dr * a0 + ke * a1
+                a1 = Ap[t - 1]
+                AMc[t] = ek * (AMp[t - 1] + hkt * a1)
+                Ac[t] = ek * a1
             else:
                 dr = pd * er
                 ke = pk * ek
-                A[no] = dr * A[xo]
-                AM[no] = dr * (AM[xo] + hrt * A[xo])
+                Ac[0] = dr * Ap[0]
+                AMc[0] = dr * (AMp[0] + hrt * Ap[0])
                 for c in range(1, t):
-                    a0 = A[xo + c]
-                    a1 = A[xo + c - 1]
-                    AM[no + c] = dr * (AM[xo + c] + hrt * a0) + ke * (AM[xo + c - 1] + hkt * a1)
-                    A[no + c] = dr * a0 + ke * a1
-                a1 = A[xo + t - 1]
-                AM[no + t] = ke * (AM[xo + t - 1] + hkt * a1)
-                A[no + t] = ke * a1
+                    a0 = Ap[c]
+                    a1 = Ap[c - 1]
+                    AMc[c] = dr * (AMp[c] + hrt * a0) + ke * (AMp[c - 1] + hkt * a1)
+                    Ac[c] = dr * a0 + ke * a1
+                a1 = Ap[t - 1]
+                AMc[t] = ke * (AMp[t - 1] + hkt * a1)
+                Ac[t] = ke * a1
         fo = n * (n + 1) // 2
         acc0 = 0.0
         for m in range(n + 1):
@@ -246,11 +266,15 @@ def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta,
             inv = 1.0 / t
             acc = 0.0
             acc_off = 0.0
+            Ap = A[xo:xo + t]
+            AMp = AM[xo:xo + t]
+            b1v = beta[1:t + 1]            # b1v[c] = beta[c + 1]
+            bm1v = betaM[1:t + 1]
             for c in range(t):
                 b0 = beta[c]
                 bm0 = betaM[c]
-                b1 = beta[c + 1]
-                bm1 = betaM[c + 1]
+                b1 = b1v[c]
+                bm1 = bm1v[c]
                 if lime:
                     kc = (c + 1) * inv
                     dc = (t - c) * inv
@@ -258,8 +282,8 @@ def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta,
                     kc = pk
                     dc = pd
                 kon = (c + 1) * inv if lime else 1.0
-                acc += kon * ek * (A[xo + c] * (bm1 + (h0 + hkt) * b1) + AM[xo + c] * b1)
-                acc_off += er * (A[xo + c] * (bm0 + (h0 + hrt) * b0) + AM[xo + c] * b0)
+                acc += kon * ek * (Ap[c] * (bm1 + (h0 + hkt) * b1) + AMp[c] * b1)
+                acc_off += er * (Ap[c] * (bm0 + (h0 + hrt) * b0) + AMp[c] * b0)
                 betaM[c] = dc * er * (bm0 + hrt * b0) + kc * ek * (bm1 + hkt * b1)
                 beta[c] = dc * er * b0 + kc * ek * b1
             on[t] += w * acc
