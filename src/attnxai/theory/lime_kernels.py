@@ -229,33 +229,22 @@ def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta,
             AMp = AM[xo:xo + t]
             Ac = A[no:no + t + 1]
             AMc = AM[no:no + t + 1]
-            if lime:
-                Ac[0] = er * Ap[0]
-                AMc[0] = er * (AMp[0] + hrt * Ap[0])
-                for c in range(1, t):
-                    kc = c * inv
-                    dr = (1.0 - kc) * er
-                    ke = kc * ek
-                    a0 = Ap[c]
-                    a1 = Ap[c - 1]
-                    AMc[c] = dr * (AMp[c] + hrt * a0) + ke * (AMp[c - 1] + hkt * a1)
-                    Ac[c] = dr * a0 + ke * a1
-                a1 = Ap[t - 1]
-                AMc[t] = ek * (AMp[t - 1] + hkt * a1)
-                Ac[t] = ek * a1
-            else:
-                dr = pd * er
-                ke = pk * ek
-                Ac[0] = dr * Ap[0]
-                AMc[0] = dr * (AMp[0] + hrt * Ap[0])
-                for c in range(1, t):
-                    a0 = Ap[c]
-                    a1 = Ap[c - 1]
-                    AMc[c] = dr * (AMp[c] + hrt * a0) + ke * (AMp[c - 1] + hkt * a1)
-                    Ac[c] = dr * a0 + ke * a1
-                a1 = Ap[t - 1]
-                AMc[t] = ke * (AMp[t - 1] + hkt * a1)
-                Ac[t] = ke * a1
+            # kept fraction c/t under lime's law, p under independent removal (1 - p = pd)
+            d0 = er if lime else pd * er
+            Ac[0] = d0 * Ap[0]
+            AMc[0] = d0 * (AMp[0] + hrt * Ap[0])
+            for c in range(1, t):
+                kc = c * inv if lime else pk
+                dr = (1.0 - kc) * er
+                ke = kc * ek
+                a0 = Ap[c]
+                a1 = Ap[c - 1]
+                AMc[c] = dr * (AMp[c] + hrt * a0) + ke * (AMp[c - 1] + hkt * a1)
+                Ac[c] = dr * a0 + ke * a1
+            kt = ek if lime else pk * ek
+            a1 = Ap[t - 1]
+            AMc[t] = kt * (AMp[t - 1] + hkt * a1)
+            Ac[t] = kt * a1
         fo = n * (n + 1) // 2
         acc0 = 0.0
         for m in range(n + 1):
