@@ -180,3 +180,29 @@ def test_book_data_finds_the_committed_summary(tmp_path):
         root / "book" / "data" / "lime_corpus_summary.csv"
     with pytest.raises(FileNotFoundError, match="book/data/nothing.csv not found"):
         book_data("nothing.csv", tmp_path)
+
+
+def test_summary_header_and_runs(tmp_path):
+    """write_summary: '#' lines, then the CSV (read back with comment='#'); runs_header: two lines
+    per run the attnxai command logged in _runs.json, none without a log."""
+    import json
+
+    import pandas as pd
+
+    from attnxai.experiment import runs_header, write_summary
+
+    assert runs_header(tmp_path) == []
+    (tmp_path / "_runs.json").write_text(json.dumps([{
+        "argv": ["attnxai", "faithfulness", "--out", "a b"], "commit": "abc", "dirty": True,
+        "started": "2026-01-01T00:00:00+00:00", "seconds": 12.4, "computed": 3, "skipped": 1,
+        "jobs": 2, "loadavg_before": [0.5, 0, 0], "loadavg_after": [1.25, 0, 0]}]))
+    command, code = runs_header(tmp_path, "items")
+    assert command == "# command: python -m attnxai faithfulness --out 'a b'"
+    assert code.startswith("#   code: abc (with uncommitted changes!); started 2026-01-01")
+    assert "wall time 12 s for 3 items (1 already there), jobs 2" in code
+    assert code.endswith("load average before 0.50, after 1.25")
+    frame = pd.DataFrame({"x": [1.0 / 3, 2.0], "name": ["a", "b"]})
+    path = write_summary(tmp_path / "s.csv", [command, code], frame, "%.3g")
+    assert path.read_text().splitlines()[:2] == [command, code]
+    back = pd.read_csv(path, comment="#")
+    assert back["x"].tolist() == [0.333, 2.0] and back["name"].tolist() == ["a", "b"]

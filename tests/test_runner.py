@@ -223,3 +223,20 @@ def test_runs_log_is_json_lines(quick_model, tmp_path):
                       **SMALL)
     lines = (tmp_path / "r" / "_runs.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["device"] == "cpu"
+
+
+def test_study_inputs_refuse_what_a_study_cannot_run(monkeypatch):
+    """The three studies' shared checks: a model without a checkpoint folder (nothing to ship to
+    the workers) and more reviews than the test set has."""
+    import types
+
+    from attnxai import checkpoint, data
+    from attnxai.experiment.runner import study_model, study_test_set
+
+    monkeypatch.setattr(checkpoint, "pretrained", lambda *a, **k: types.SimpleNamespace(path=None))
+    with pytest.raises(ValueError, match="no checkpoint folder"):
+        study_model("paper")
+    monkeypatch.setattr(data, "load_imdb", lambda *a, **k: types.SimpleNamespace(test=[1, 2, 3]))
+    assert study_test_set(None, 3).test == [1, 2, 3]
+    with pytest.raises(ValueError, match="reviews=4 but the test set has 3 reviews"):
+        study_test_set(None, 4)

@@ -30,26 +30,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shlex
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
 
 def _header(folder: Path, df) -> list[str]:
+    from attnxai.experiment import runs_header
+
     meta = json.loads((folder / "_meta.json").read_text())
-    runs_path = folder / "_runs.json"
-    runs = json.loads(runs_path.read_text()) if runs_path.is_file() else []
     lines = [f"# results: {folder.name} (explained class: {meta['target']}), "
              f"{df['test_index'].nunique()} test reviews"]
-    for r in runs:
-        args = " ".join(shlex.quote(a) for a in r["argv"][1:])
-        dirty = " (with uncommitted changes!)" if r.get("dirty") else ""
-        lines.append(f"# command: python -m attnxai {args}")
-        lines.append(f"#   code: {r.get('commit')}{dirty}; started {r['started']}; wall time "
-                     f"{r['seconds']:.0f} s for {r['computed']} reviews ({r['skipped']} already "
-                     f"there), jobs {r['jobs']}; load average before "
-                     f"{r['loadavg_before'][0]:.2f}, after {r['loadavg_after'][0]:.2f}")
+    lines += runs_header(folder, "reviews")
     lines.append(f"# settings: {json.dumps(meta, sort_keys=True)}")
     return lines
 
@@ -79,7 +71,7 @@ def _attention_signs(df, n_boot: int):
 
 
 def main() -> None:
-    from attnxai.experiment import load_results
+    from attnxai.experiment import load_results, write_summary
     from attnxai.experiment import faithfulness as XF
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -127,10 +119,7 @@ def main() -> None:
                              ("faithfulness_agreement.csv", pd.concat(agree), "%.4g"),
                              ("faithfulness_attention_signs.csv", signs, "%.4g"),
                              ("faithfulness_reviews.csv", reviews, "%.3g")):
-        path = out / name
-        with open(path, "w") as fh:
-            fh.write("\n".join(header) + "\n")
-            frame.to_csv(fh, index=False, float_format=fmt)
+        path = write_summary(out / name, header, frame, fmt)
         print(f"wrote {path} ({len(frame)} rows, {path.stat().st_size // 1024} KiB)")
 
 

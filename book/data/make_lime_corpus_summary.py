@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnxai.experiment import approximation_names, load_results, summarize
+from attnxai.experiment import approximation_names, load_results, summarize, write_summary
 
 HERE = Path(__file__).resolve().parent
 #: Approximations whose Spearman correlations are summarised.
@@ -118,10 +118,7 @@ def main() -> None:
                              ("lime_corpus_bins.csv", bins, "%.6g"),
                              ("lime_corpus_spearman.csv", spear, "%.4g"),
                              ("lime_corpus_errors.csv", per, "%.4g")):
-        path = out / name
-        with open(path, "w") as fh:
-            fh.write("\n".join(header) + "\n")
-            frame.to_csv(fh, index=False, float_format=fmt)
+        path = write_summary(out / name, header, frame, fmt)
         print(f"wrote {path} ({len(frame)} rows, {path.stat().st_size / 1e6:.2f} MB)")
 
 

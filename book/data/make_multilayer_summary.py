@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shlex
 from pathlib import Path
 
 import numpy as np
@@ -44,21 +43,6 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 LIME_RUNS = (("ml_lime", "6x6, bf16"), ("ml_lime_paper", "1 layer (paper model)"),
              ("ml_lime_fp32", "6x6, fp32"))
-
-
-def _runs_header(folder: Path) -> list[str]:
-    runs_path = folder / "_runs.json"
-    runs = json.loads(runs_path.read_text()) if runs_path.is_file() else []
-    lines = []
-    for r in runs:
-        args = " ".join(shlex.quote(a) for a in r["argv"][1:])
-        dirty = " (with uncommitted changes!)" if r.get("dirty") else ""
-        lines.append(f"# command: python -m attnxai {args}")
-        lines.append(f"#   code: {r.get('commit')}{dirty}; started {r['started']}; wall time "
-                     f"{r['seconds']:.0f} s for {r['computed']} items ({r['skipped']} already "
-                     f"there), jobs {r['jobs']}; load average before "
-                     f"{r['loadavg_before'][0]:.2f}, after {r['loadavg_after'][0]:.2f}")
-    return lines
 
 
 def _study_log(results: Path, *words: str) -> list[str]:
@@ -74,11 +58,11 @@ NOTES: list[str] = []
 
 
 def _write(path: Path, header: list[str], df) -> None:
+    from attnxai.experiment import write_summary
+
     header = [*header, *(f"# note: {n}" for n in NOTES)]
     written = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    with open(path, "w") as fh:
-        fh.write("\n".join([*header, f"# written: {written}"]) + "\n")
-        df.to_csv(fh, index=False, float_format="%.6g")
+    write_summary(path, [*header, f"# written: {written}"], df, "%.6g")
     print(f"wrote {path} ({len(df)} rows)")
 
 
@@ -119,7 +103,7 @@ def training(results: Path, out: Path, profile: str = "multilayer") -> None:
 def lime(results: Path, out: Path) -> None:
     import pandas as pd
 
-    from attnxai.experiment import load_results
+    from attnxai.experiment import load_results, runs_header
     from attnxai.experiment.multilayer import layer_summary
 
     header, summ, per_review, frames = [], [], [], {}
@@ -133,7 +117,7 @@ def lime(results: Path, out: Path) -> None:
         meta = json.loads((folder / "_meta.json").read_text())
         header.append(f"# results: {name} = {label}, {len(df)} test reviews (the first of the "
                       f"seeded test order, seed {meta['order_seed']})")
-        header += _runs_header(folder)
+        header += runs_header(folder, "items")
         header += _study_log(results, f"--out results/{name} ")
         header.append(f"# settings: {json.dumps(meta, sort_keys=True)}")
         s = layer_summary(df)
@@ -195,7 +179,7 @@ def precision(fp32, bf16, header: list[str], out: Path) -> None:
 def training_runs(results: Path, out: Path, prefix: str, file: str) -> None:
     import pandas as pd
 
-    from attnxai.experiment import load_results
+    from attnxai.experiment import load_results, runs_header
 
     header, frames = [], []
     for folder in sorted(results.glob(f"{prefix}*")):
@@ -204,7 +188,7 @@ def training_runs(results: Path, out: Path, prefix: str, file: str) -> None:
             continue
         df = load_results(folder, keys=("run",), sort=("rank",))
         header.append(f"# results: {folder.name}, {len(df)} runs")
-        header += _runs_header(folder)
+        header += runs_header(folder, "items")
         header += _study_log(results, f"--out results/{folder.name} ")
         df.insert(0, "lane", folder.name)
         frames.append(df)

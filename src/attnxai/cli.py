@@ -164,7 +164,6 @@ def _source_state() -> dict:
 def _faith_run(args: argparse.Namespace) -> int:
     import datetime as dt
     import os
-    from pathlib import Path
 
     import pandas as pd
 
@@ -181,14 +180,8 @@ def _faith_run(args: argparse.Namespace) -> int:
                               jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                               archive=args.archive, progress=not args.no_progress,
                               target=args.target, device=args.device)
-    runs = Path(report.out) / "_runs.json"
-    log = json.loads(runs.read_text()) if runs.is_file() else []
-    log.append({"argv": sys.argv, "started": started.isoformat(timespec="seconds"),
-                "seconds": report.seconds, "computed": report.computed,
-                "skipped": report.skipped, "jobs": args.jobs,
-                "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
-                **source})
-    runs.write_text(json.dumps(log, indent=2))
+    _log_run(report.out, sys.argv, started, report.seconds, report.computed, report.skipped,
+             args.jobs, load_before, source)
     print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} reviews/s)")
     df = load_results(report.out, keys=("test_index",), sort=("rank",))

@@ -475,18 +475,21 @@ def deletion_curve(model: Any, ids: Any, scores: Any, *, perturbation: str = "de
                    selection: str = "positive", target: int = 1, backend: str = "auto",
                    fractions: Sequence[float] = CURVE_FRACTIONS) -> tuple[np.ndarray, np.ndarray]:
     """(fractions, p(x without the top floor(f n) positions)) for one explanation."""
-    r = evaluate(model, ids, {"s": scores}, target=target, perturbations=(perturbation,),
-                 selections=(selection,), fractions=fractions, backend=backend)
-    return r.fractions, r.curves[("s", perturbation, selection)][0]
+    return _curve(model, ids, scores, perturbation, selection, target, backend, fractions, 0)
 
 
 def insertion_curve(model: Any, ids: Any, scores: Any, *, perturbation: str = "delete",
                     selection: str = "positive", target: int = 1, backend: str = "auto",
                     fractions: Sequence[float] = CURVE_FRACTIONS) -> tuple[np.ndarray, np.ndarray]:
     """(fractions, p(only the top floor(f n) positions)) for one explanation."""
+    return _curve(model, ids, scores, perturbation, selection, target, backend, fractions, 1)
+
+
+def _curve(model, ids, scores, perturbation, selection, target, backend, fractions, which):
+    """One explanation's deletion (``which=0``) or insertion (1) curve."""
     r = evaluate(model, ids, {"s": scores}, target=target, perturbations=(perturbation,),
                  selections=(selection,), fractions=fractions, backend=backend)
-    return r.fractions, r.curves[("s", perturbation, selection)][1]
+    return r.fractions, r.curves[("s", perturbation, selection)][which]
 
 
 def agreement(scores: Mapping[str, Any], *, absolute: bool = False) -> Any:

@@ -8,7 +8,8 @@
   :mod:`~attnxai.experiment.transport` (the model shipped to the workers, verified).
 * :mod:`~attnxai.experiment.store`: the results folders (parquet parts, ``_meta.json``,
   ``_runs.jsonl``).
-* :func:`book_data`: the committed summaries the chapters read.
+* :func:`book_data`: the committed summaries the chapters read; :func:`write_summary` and
+  :func:`runs_header` write them (the scripts in ``book/data``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .bookdata import book_data
+from .bookdata import book_data, runs_header, write_summary
 from .lime_corpus import (COLUMNS, ORDER_SEED, LimeCorpus, LimeSettings, approximation_columns,
                           approximation_names, lime_row, lime_seed, review_order, summarize)
 from .runner import RunReport, Study, run
@@ -26,7 +27,8 @@ from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "ModelRef", "RunReport", "Study",
            "approximation_columns", "approximation_names", "book_data", "lime_row", "lime_seed",
-           "load_results", "review_order", "run", "run_lime_corpus", "summarize"]
+           "load_results", "review_order", "run", "run_lime_corpus", "runs_header", "summarize",
+           "write_summary"]
 
 
 def run_lime_corpus(out: str | os.PathLike, *, profile: str = "paper", reviews: int = 1000,

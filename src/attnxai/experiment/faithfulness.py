@@ -40,7 +40,7 @@ from ..faithfulness import (ALL_METHODS, CURVE_FRACTIONS, DEFAULT_SELECTIONS, PE
                             QUANTILES, SELECTIONS, agreement, evaluate, review_scores)
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, ordered_reviews
-from .runner import RunReport, Study, chunked, run
+from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "FaithfulnessStudy", "GROUPS", "SUMMARY_METRICS", "agreement_summary",
@@ -196,8 +196,6 @@ class FaithfulnessStudy(Study):
                  selections: str | Iterable[str] | None = None, num_samples: int = 5000,
                  kernel_width: float = 25.0, backend: str = "auto", chunk: int = 10,
                  archive: str | None = None, target: int | str = 1):
-        from ..checkpoint import pretrained
-        from ..data import load_imdb
         from ..faithfulness import BACKENDS
 
         self.reviews = validate.positive_int(reviews, "reviews")
@@ -208,14 +206,9 @@ class FaithfulnessStudy(Study):
         self.kernel_width = validate.kernel_width(kernel_width)
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
-        self.pre = pretrained(profile, archive=archive, train_if_missing=False)
-        if self.pre.path is None:
-            raise ValueError("the model has no checkpoint folder")
+        self.pre = study_model(profile, archive)
         self.target = _target(target, self.pre.model.n_classes)
-        self.data = load_imdb(archive)
-        if self.reviews > len(self.data.test):
-            raise ValueError(f"reviews={self.reviews} but the test set has "
-                             f"{len(self.data.test)} reviews")
+        self.data = study_test_set(archive, self.reviews)
 
     def settings(self) -> dict[str, Any]:
         return {"profile": self.pre.config["train"]["profile"], "model": self.pre.path.name,

@@ -39,7 +39,7 @@ from ..fastlime import check_mask_string, explain_repeats
 from ..theory.approximations import APPROXIMATIONS, Approximation
 from ..threads import single_threaded
 from . import store
-from .runner import Study, chunked, parallel
+from .runner import Study, chunked, parallel, study_model, study_test_set
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "approximation_columns",
@@ -278,9 +278,6 @@ class LimeCorpus(Study):
                  kernel_width: float = 25.0, mask_string: str = "UNK", chunk: int = 20,
                  archive: str | None = None,
                  approximations: Iterable[str] | Mapping[str, Any] | None = None):
-        from ..checkpoint import pretrained
-        from ..data import load_imdb
-
         self.reviews = validate.positive_int(reviews, "reviews")
         repeats = validate.positive_int(repeats, "repeats")
         if repeats >= 1000:
@@ -293,19 +290,14 @@ class LimeCorpus(Study):
         self.chunk = validate.positive_int(chunk, "chunk")
         self.bows = _parse_bow(bow)
         self.approximations = _approximations(approximations)
-        self.pre = pretrained(profile, archive=archive, train_if_missing=False)
-        if self.pre.path is None:
-            raise ValueError("the model has no checkpoint folder")
+        self.pre = study_model(profile, archive)
         self.lime = LimeSettings(profile=self.pre.config["train"]["profile"],
                                  model=self.pre.path.name, repeats=repeats,
                                  num_samples=num_samples, kernel_width=kernel_width,
                                  mask_string=mask_string)
         if False in self.bows:
             check_mask_string(self.pre, mask_string)
-        self.data = load_imdb(archive)
-        if self.reviews > len(self.data.test):
-            raise ValueError(f"reviews={self.reviews} but the test set has "
-                             f"{len(self.data.test)} reviews")
+        self.data = study_test_set(archive, self.reviews)
 
     def settings(self) -> dict[str, Any]:
         return asdict(self.lime)

@@ -50,7 +50,7 @@ import numpy as np
 from .. import validate
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, lime_seed, ordered_reviews
-from .runner import RunReport, Study, chunked, run
+from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
 __all__ = ["LayerLime", "PRECISIONS", "SCREENS", "TrainingRuns", "best_offset", "layer_lime_row",
@@ -173,21 +173,13 @@ class LayerLime(Study):
     def __init__(self, *, profile: str = "multilayer", reviews: int = 200,
                  num_samples: int = 5000, kernel_width: float = 25.0, precision: str = "bf16",
                  chunk: int = 5, archive: str | None = None):
-        from ..checkpoint import pretrained
-        from ..data import load_imdb
-
         self.reviews = validate.positive_int(reviews, "reviews")
         self.num_samples = validate.num_samples(num_samples)
         self.kernel_width = validate.kernel_width(kernel_width)
         self.precision = validate.choice(precision, "precision", PRECISIONS)
         self.chunk = validate.positive_int(chunk, "chunk")
-        self.pre = pretrained(profile, archive=archive, train_if_missing=False)
-        if self.pre.path is None:
-            raise ValueError("the model has no checkpoint folder")
-        self.data = load_imdb(archive)
-        if self.reviews > len(self.data.test):
-            raise ValueError(f"reviews={self.reviews} but the test set has "
-                             f"{len(self.data.test)} reviews")
+        self.pre = study_model(profile, archive)
+        self.data = study_test_set(archive, self.reviews)
 
     def settings(self) -> dict[str, Any]:
         m = self.pre.model

@@ -50,7 +50,8 @@ from . import store
 from .transport import ModelBundle, ModelRef
 from .workers import InProcess, LocalPool, Workers
 
-__all__ = ["RunReport", "Study", "chunked", "open_workers", "parallel", "run"]
+__all__ = ["RunReport", "Study", "chunked", "open_workers", "parallel", "run", "study_model",
+           "study_test_set"]
 
 
 class Study(ABC):
@@ -94,6 +95,28 @@ class Study(ABC):
         ``client``: the run's :class:`~attnxai.experiment.workers.Workers` (give it to
         :func:`parallel`)."""
         return 0
+
+
+def study_model(profile: str, archive: str | None = None):
+    """The trained model a study explains (never trained here: a study runs on a checkpoint its
+    workers can be sent), refusing one without a checkpoint folder."""
+    from ..checkpoint import pretrained
+
+    pre = pretrained(profile, archive=archive, train_if_missing=False)
+    if pre.path is None:
+        raise ValueError("the model has no checkpoint folder")
+    return pre
+
+
+def study_test_set(archive: str | None, reviews: int):
+    """IMDb (:func:`attnxai.data.load_imdb`), refusing a study of more reviews than its test set
+    has."""
+    from ..data import load_imdb
+
+    data = load_imdb(archive)
+    if reviews > len(data.test):
+        raise ValueError(f"reviews={reviews} but the test set has {len(data.test)} reviews")
+    return data
 
 
 def _bundle(study: Study) -> ModelBundle | None:
