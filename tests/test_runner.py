@@ -140,6 +140,8 @@ def test_a_study_of_its_own_gets_the_model_shipped(tiny_ckpt, tmp_path):
     [log] = store.runs(tmp_path / "out")
     assert log["model"]["manifest_sha256"] == ModelBundle.read(tiny_ckpt).ref.digest
     assert (log["computed"], log["device"], log["workers"]) == (5, "cpu", "this process")
+    # when the run finished (a timestamp, not overwritten by the rows Study.finish completed)
+    assert log["finished"].endswith("+00:00") and log["rows_finished"] == 0
     again = run(Logits(tiny_ckpt, texts), tmp_path / "out", progress=False)
     assert (again.computed, again.skipped) == (0, 5) and len(store.runs(tmp_path / "out")) == 2
 

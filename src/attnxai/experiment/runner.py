@@ -244,7 +244,8 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
         workers.close(abort=not ok)
     store.log_run(out, {"study": study.name, "workers": report.workers, "jobs": jobs,
                         "scheduler": scheduler, "device": device, "computed": report.computed,
-                        "skipped": skipped, "finished": finished, "seconds": round(seconds, 3),
+                        "skipped": skipped, "rows_finished": finished,
+                        "seconds": round(seconds, 3),
                         "model": None if bundle is None else
                         {"name": bundle.ref.name, "manifest_sha256": bundle.ref.digest}})
     return report
