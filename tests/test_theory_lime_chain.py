@@ -346,6 +346,26 @@ def test_aligned_arrays_and_arena():
     assert [v.ctypes.data - x2.ctypes.data for v in (i2, w2)] == offsets   # fixed layout
 
 
+def test_feature_owner_and_token_layout():
+    """The vectorised owner map agrees with its definition (token t belongs to the feature that
+    lists position t), for features in any order and of any size; the layout counts earlier
+    occurrences and earlier tokens of other features."""
+    from attnxai.theory.lime_inputs import feature_owner, token_layout
+    rng = np.random.default_rng(3)
+    for T in (2, 9, 40):
+        labels = rng.integers(0, max(T // 3, 1), size=T - 1)
+        feats = [np.flatnonzero(labels == v) + 1 for v in np.unique(labels)]
+        feats = [feats[j] for j in rng.permutation(len(feats))]
+        owner = feature_owner(feats, T)
+        for j, f in enumerate(feats):
+            assert (owner[f - 1] == j).all()
+        owner2, o, n_other = token_layout(feats, T)
+        assert np.array_equal(owner2, owner)
+        for t in range(T - 1):
+            assert o[t] == np.sum(owner[:t] == owner[t]) and n_other[t] == t - o[t]
+    assert feature_owner([], 1).size == 0
+
+
 def test_lime_weights_and_sigma_solve():
     d, nu = 9, 25.0
     om = lc.lime_weights(d, nu)

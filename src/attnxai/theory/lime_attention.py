@@ -45,10 +45,10 @@ import numpy as np
 from .. import validate
 from ..checkpoint import Pretrained
 from ..model import AttentionClassifier
-from .lime_chain import chain_gammas, feature_owner, solve_sigma
+from .lime_chain import chain_gammas, solve_sigma
 from .lime_formula import lime_paper
 from .lime_independent import EXPECTATION_METHODS, POSITIONS, Effects, profile_effects
-from .lime_inputs import Tables, document_features, resolve, tables, text_inputs
+from .lime_inputs import Tables, document_features, feature_owner, resolve, tables, text_inputs
 from .lime_kernels import fold_profile
 from .lime_quadrature import LAWS, profile_weights
 from .lime_symbolic import symbolic_chain, symbolic_meanfield_wide

@@ -41,21 +41,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..threads import one_blas_thread
-from .lime_inputs import Tables
+from .lime_inputs import Tables, feature_owner
 from .lime_kernels import chain_delete, chain_replace
 from .lime_quadrature import lambda_rule_doubling, lambda_rule_profile
 from .lime_text import moments, removal_law
 
-__all__ = ["chain_gammas", "chain_profile", "delete_terms", "feature_owner", "lime_weights",
+__all__ = ["chain_gammas", "chain_profile", "delete_terms", "lime_weights",
            "replace_terms", "solve_sigma"]
-
-
-def feature_owner(feats: list[np.ndarray], T: int) -> np.ndarray:
-    """The feature of each token 1..T-1 (int64)."""
-    owner = np.zeros(T - 1, dtype=np.int64)
-    for j, f in enumerate(feats):
-        owner[np.asarray(f) - 1] = j
-    return owner
 
 
 def lime_weights(d: int, kernel_width: float) -> np.ndarray:

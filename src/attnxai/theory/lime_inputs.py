@@ -22,8 +22,8 @@ from ..fastlime import is_normalized, lime_features
 from ..model import AttentionClassifier
 from ..network import Projections
 
-__all__ = ["Tables", "as_ids", "check_finite_weights", "document_features", "incidence",
-           "resolve", "tables", "text_inputs", "token_layout"]
+__all__ = ["Tables", "as_ids", "check_finite_weights", "document_features", "feature_owner",
+           "incidence", "resolve", "tables", "text_inputs", "token_layout"]
 
 
 def as_ids(model: AttentionClassifier, ids) -> np.ndarray:
@@ -179,12 +179,22 @@ def incidence(feats: list[np.ndarray], T: int) -> np.ndarray:
     return A
 
 
+def feature_owner(feats: list[np.ndarray], T: int) -> np.ndarray:
+    """The feature of each token 1..T-1 (int64; a partition's features, as :func:`resolve` gives
+    them). One fancy-index assignment, not a Python loop over features: the closed forms call it
+    for every document, and a loop cost a quarter of a millisecond on a 255-word review."""
+    owner = np.zeros(T - 1, dtype=np.int64)
+    if feats:
+        sizes = [len(f) for f in feats]
+        owner[np.concatenate(feats).astype(np.int64) - 1] = np.repeat(
+            np.arange(len(feats), dtype=np.int64), sizes)
+    return owner
+
+
 def token_layout(feats: list[np.ndarray], T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per token 1..T-1: its feature, ``o_t`` (earlier occurrences of its feature) and ``n_t``
     (earlier tokens of other features)."""
-    owner = np.zeros(T - 1, dtype=np.int64)
-    for j, f in enumerate(feats):
-        owner[np.asarray(f) - 1] = j
+    owner = feature_owner(feats, T)
     o = np.zeros(T - 1, dtype=np.int64)
     seen = np.zeros(len(feats), dtype=np.int64)
     for t in range(T - 1):

@@ -379,7 +379,7 @@ _ALIGN = 8   # float64 elements per 64 bytes
 def aligned_empty(shape) -> np.ndarray:
     """An uninitialised float64 C array whose first element is on a 64-byte boundary."""
     shape = (shape,) if np.isscalar(shape) else tuple(shape)
-    size = int(np.prod(shape)) if shape else 1
+    size = math.prod(shape)
     buf = np.empty(size + _ALIGN)
     off = (-(buf.ctypes.data // 8)) % _ALIGN
     return buf[off:off + size].reshape(shape)
@@ -398,7 +398,7 @@ def arena(*specs) -> list[np.ndarray]:
     copied (float64, or int64 if it is an integer array), a ``(shape, dtype)`` spec is left
     uninitialised."""
     plan = []
-    for spec in specs:
+    for spec in specs:        # math.prod, not np.prod: this runs per kernel call, per array
         if isinstance(spec, np.ndarray) or np.isscalar(spec) or isinstance(spec, list):
             a = np.asarray(spec)
             dtype = np.int64 if np.issubdtype(a.dtype, np.integer) else np.float64
@@ -407,15 +407,15 @@ def arena(*specs) -> list[np.ndarray]:
             shape, dtype = spec
             shape = (shape,) if np.isscalar(shape) else tuple(shape)
             plan.append((shape, np.dtype(dtype).type, None))
-    sizes = [max(int(np.prod(sh)), 1) for sh, _, _ in plan]
-    padded = [-(-n // _ALIGN) * _ALIGN for n in sizes]
-    buf = aligned_empty(int(sum(padded)))
+    sizes = [math.prod(sh) for sh, _, _ in plan]
+    padded = [-(-max(n, 1) // _ALIGN) * _ALIGN for n in sizes]
+    buf = aligned_empty(sum(padded))
     out, pos = [], 0
     for (shape, dtype, a), n, pn in zip(plan, sizes, padded):
         v = buf[pos:pos + n]
         if dtype is np.int64:
             v = v.view(np.int64)
-        v = v[:int(np.prod(shape))].reshape(shape)
+        v = v.reshape(shape)
         if a is not None:
             v[...] = a
         out.append(v)
