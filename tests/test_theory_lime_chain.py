@@ -387,9 +387,10 @@ def test_binomial_truncated_lambda_rule_changes_nothing():
     feats = la.document_features(ids[1:].tolist(), True)
     tb = la.tables(pre.model, ids)
     nodes = np.linspace(0.0, 0.99, 9)
-    short, full = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    short, full = np.zeros((2, nodes.size), np.int64), np.zeros((2, nodes.size), np.int64)
     d1, p1 = lb.binomial_effects(tb, feats, nodes, 1, counts=short)
     d0, p0 = lb.binomial_effects(tb, feats, nodes, 1, tail=0.0, counts=full)
     np.testing.assert_allclose(d1, d0, rtol=0, atol=1e-14 * np.abs(d0).max())
     np.testing.assert_allclose(p1, p0, rtol=0, atol=1e-14 * np.abs(p0).max())
-    assert np.all(short < full)                       # the truncation did stop nodes
+    assert np.all(short <= full) and np.all(short.sum(1) < full.sum(1))   # it did stop nodes
+    assert np.all(full == full[:, :1])               # untruncated: every node, every level

@@ -44,8 +44,23 @@ answer beyond rounding:
   keep ``E`` from falling fast, and about 12 % of the (node, lambda) pairs are skipped. Tested
   against the untruncated rule (``tail=0``).
 
-What remains is about 50 ns per evaluation (two logarithms and the window's ~50 terms): the
-structure itself, not its compilation, keeps deletion with repeated words above 10 ms per review.
+**Where the time goes** (``python benchmarks/deletion_cost.py``, which prints these shares and
+times on 255-token reviews of the trained model): a few thousand (head, node ``p``, level
+``lambda``) evaluations of every token, whose windows hold tens of millions of terms (four sums
+each). About three quarters of the terms are *flat* (``lambda e_t`` times the spread of ``e^b``
+over the window below 0.02: an expansion in ``lambda`` would do), a quarter *full* (the terms
+differ by factors of order one), almost none *dead* (all below ``e^-40``). The full sums alone,
+in a loop that does nothing else, take about a tenth of the kernel's time; the rest is the flat
+sums, the ``exp(-lambda G)`` tables, two logarithms per evaluated token and the per-token
+algebra around them. So no single part keeps deletion with repeated words above 10 ms per
+review: getting there would mean shrinking all of them several-fold (interpolating the flat
+levels in ``lambda`` instead of summing their windows, series for the logarithms near 1, tables
+per word rather than per token). Not done.
+
+The rule in ``p`` sets the accuracy here, not the rule in ``lambda``: the windows move with
+``p``, so the effects vary on the scale ``sqrt(p (1 - p) / n_t)`` and 25 Chebyshev nodes leave a
+relative error of a few 1e-4 on 255-token reviews (13 to 33 nodes in the same script);
+replacement, whose effects are smooth in ``p``, is within about 1e-10 with 25.
 """
 
 from __future__ import annotations
@@ -71,8 +86,8 @@ def binomial_effects(tb: Tables, feats: list[np.ndarray], nodes: np.ndarray, ksu
     """``delta`` (K, n_nodes, d) and ``Phi`` (K, n_nodes) of the binomial-position approximation
     (module docstring) at the kept fractions ``nodes``. ``tail``: a node stops once the rest of
     the lambda rule adds less than ``2 tail`` times the largest output (0: never stops);
-    ``counts`` (K,) int64, if given, receives the number of (node, lambda) pairs evaluated per
-    head."""
+    ``counts`` (K, n_nodes) int64, if given, receives the number of lambda levels each head
+    evaluated at each node (a prefix of its rule: a node that stops never restarts)."""
     K, T, d = tb.n_heads, tb.T, len(feats)
     n = T - 1
     owner, o, n_other = token_layout(feats, T)
@@ -170,7 +185,7 @@ def binomial_windows(n_other, nodes, tol, lo, length, offset, pmf):
 def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes, wlo, wlen,
                      woff, pmf, lam, wts, ksub, delta, phi, X, ET, EHT, logE, rat, dE0, dE1,
                      rz0, rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1, ob0, ob1, alive,
-                     past, tail):
+                     past, tail, levels):
     """Deletion with every word kept independently with probability ``p`` and each kept token at
     ``1 + o_t + B_t``, ``B_t ~ Binomial(n_t, p)`` independent across tokens; keeping word j moves
     every later token of another word one position further (one position per word). Adds
@@ -180,12 +195,12 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes
     A node stops once ``E[exp(-lambda N / 2)] < tail * min(p, 1 - p)`` (``past`` keeps the value
     of ``E[exp(-lambda N)]`` at the last ``ksub`` levels): every later node of the rule then adds
     less than ``2 tail`` times the largest output to ``delta`` and ``phi`` (module docstring).
-    Returns the number of (node, lambda) pairs evaluated."""
+    ``levels[i]``: the number of lambda levels node ``i`` evaluated."""
     n = ea.shape[0]
-    evaluated = 0
     d = KE.shape[0]
     for i in range(nodes.shape[0]):
         alive[i] = 1
+        levels[i] = 0
     for l in range(lam.shape[0]):
         Xs = X[l % ksub]
         lm = lam[l]
@@ -220,7 +235,7 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes
         for i in range(nodes.shape[0]):
             if alive[i] == 0:
                 continue
-            evaluated += 1
+            levels[i] += 1
             p = nodes[i]
             for t in range(1, n + 1):
                 ro = (t - 1) * (t + 2) // 2
@@ -329,7 +344,6 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes
                 on = math.exp(lj + dS1) * (KE[j] * (rest + dR1) + KH[j])
                 off = math.exp(lj + dS0) * (rest + dR0)
                 delta[i, j] += w * (on - off)
-    return evaluated
 
 
 @_jit(_FAST)
@@ -338,14 +352,14 @@ def _binomial_delete_heads(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0,
                            rat, dE0, dE1, rz0, rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1,
                            ob0, ob1, alive, past, tail, counts):
     """:func:`_binomial_delete` for every head ``k`` (row ``k`` of the stacked inputs; head
-    ``k``'s rule is ``LAM[k, :NL[k]]``, ``WTS[k, :NL[k]]``); ``counts[k]``: the (node, lambda)
-    pairs evaluated for head ``k``."""
+    ``k``'s rule is ``LAM[k, :NL[k]]``, ``WTS[k, :NL[k]]``); ``counts[k, i]``: the lambda levels
+    head ``k`` evaluated at node ``i``."""
     for k in range(EA.shape[0]):
         nl = NL[k]
-        counts[k] = _binomial_delete(EA[k], CW[k], base, n_other, owner, first, EB[k], EBR[k], G0[k], H0[k],
+        _binomial_delete(EA[k], CW[k], base, n_other, owner, first, EB[k], EBR[k], G0[k], H0[k],
                          nodes, wlo, wlen, woff, pmf, LAM[k, :nl], WTS[k, :nl], ksub, delta[k],
                          phi[k], X, ET, EHT, logE, rat, dE0, dE1, rz0, rz1, KE, KH, Lw, ratio,
-                         a0, a1, b0, b1, oa0, oa1, ob0, ob1, alive, past, tail)
+                         a0, a1, b0, b1, oa0, oa1, ob0, ob1, alive, past, tail, counts[k])
 
 
 def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes, LAM, WTS, NL,
@@ -354,8 +368,8 @@ def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes,
     (:func:`attnxai.theory.lime_kernels.arena`: fixed relative addresses, the same bits every
     call); the binomial windows are computed once for all heads. Stacked inputs: ``EA``,
     ``CW`` (K, n), ``EB``, ``EBR`` (K, n + 2), ``G0``, ``H0``, ``NL`` (K,), ``LAM``, ``WTS``
-    (K, max NL); adds to ``delta`` (K, n_nodes, d) and ``phi`` (K, n_nodes). Returns the
-    number of (node, lambda) pairs evaluated per head (K,)."""
+    (K, max NL); adds to ``delta`` (K, n_nodes, d) and ``phi`` (K, n_nodes). Returns the number
+    of lambda levels evaluated per head and node (K, n_nodes)."""
     n, d = EA.shape[1], delta.shape[2]
     f, i8 = np.float64, np.int64
     n_other = np.ascontiguousarray(n_other, dtype=i8)
@@ -371,7 +385,7 @@ def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes,
               np.asarray(LAM, f), np.asarray(WTS, f), np.asarray(NL, i8),
               np.asarray(delta, f), np.asarray(phi, f), ((int(ksub), cells), f), (cells, f),
               (cells, f), *[(n, f)] * 6, *[(d, f)] * 4, *[(n, f)] * 4, *[(d, f)] * 4,
-              (nodes_.size, i8), ((int(ksub), nodes_.size), f), (EA.shape[0], i8))
+              (nodes_.size, i8), ((int(ksub), nodes_.size), f), ((EA.shape[0], nodes_.size), i8))
     _binomial_delete_heads(*v[:18], int(ksub), *v[18:-1], float(tail), v[-1])
     delta[...] = v[18]
     phi[...] = v[19]

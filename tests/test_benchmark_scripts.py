@@ -1,0 +1,48 @@
+"""The benchmark scripts' own arithmetic, on a tiny model (their timings are not tested)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from attnxai.theory import lime_binomial as lb
+from attnxai.theory import lime_inputs as li
+from attnxai.theory import lime_quadrature as lq
+from conftest import make_tiny, tiny_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_deletion_cost_counts_every_window_term_once():
+    """deletion_cost splits the binomial kernel's window terms into dead / flat / full: the three
+    add up to the terms of the (head, node, level) triples the kernel evaluated, counted here
+    independently from its windows and its per-node level counts."""
+    mod = _script("deletion_cost")
+    pre = make_tiny(seed=5, n_heads=2, max_len=60, scale=2.0)
+    text = tiny_text(50, seed=5, unknown=False)
+    w = mod._work(pre, text, li, lq, lb, np, mod._window_sums_kernel())
+    model, arr, feats = li.resolve(pre, text, True, None)
+    tb = li.tables(model, arr, 1)
+    pw = lq.profile_weights(len(feats), 25.0, "discrete", 25)
+    counts = np.zeros((tb.n_heads, pw.nodes.size), np.int64)
+    lb.binomial_effects(tb, feats, pw.nodes, 1, counts=counts)
+    _, _, n_other = li.token_layout(feats, tb.T)
+    n = tb.T - 1
+    lo = np.zeros((pw.nodes.size, n), np.int64)
+    length, offset = np.zeros_like(lo), np.zeros_like(lo)
+    pmf = np.empty(pw.nodes.size * (int(n_other.sum()) + 2 * n))
+    lb.binomial_windows(n_other, pw.nodes, 1e-14, lo, length, offset, pmf)
+    assert w["evals"] == counts.sum() > 0 and w["d"] == len(feats) < n
+    assert w["terms"].sum() == sum(counts[k, i] * length[i].sum() for k in range(tb.n_heads)
+                                   for i in range(pw.nodes.size))
+    assert w["terms"][1] > 0 and w["terms"][2] > 0            # both regimes occur here
+    assert w["kernel"] > 0 and w["floor"] > 0
