@@ -182,16 +182,40 @@ def test_book_data_finds_the_committed_summary(tmp_path):
         book_data("nothing.csv", tmp_path)
 
 
+def test_runs_header_from_the_run_log(tmp_path):
+    """runs_header reads the runner's log (_runs.jsonl): two lines per run, oldest first, with the
+    command as given, or a note where a run started from Python recorded none."""
+    from attnxai.experiment import runs_header
+    from attnxai.experiment.store import log_run
+
+    base = {"commit": "abc", "dirty": False, "seconds": 61.6, "computed": 4, "skipped": 0,
+            "jobs": 1, "loadavg_before": [0.25, 0, 0], "loadavg_after": [1.0, 0, 0]}
+    log_run(tmp_path, {**base, "study": "s", "command": ["x", "lime-experiment", "--out", "r"],
+                       "started": "2026-02-01T00:00:00+00:00"})
+    log_run(tmp_path, {**base, "study": "s", "command": None, "dirty": True,
+                       "started": "2026-01-01T00:00:00+00:00"})
+    lines = runs_header(tmp_path, "rows")
+    assert lines[0] == "# run: s started from Python (no command recorded)"
+    assert lines[1].startswith("#   code: abc (with uncommitted changes!); started 2026-01-01")
+    assert lines[2] == "# command: python -m attnxai lime-experiment --out r"
+    assert lines[3] == ("#   code: abc; started 2026-02-01T00:00:00+00:00; wall time 62 s for "
+                        "4 rows (0 already there), jobs 1; load average before 0.25, after 1.00")
+
+
 def test_summary_header_and_runs(tmp_path):
     """write_summary: '#' lines, then the CSV (read back with comment='#'); runs_header: two lines
-    per run the attnxai command logged in _runs.json, none without a log."""
+    per run the attnxai command logged in a folder's older _runs.json (whose runner lines of the
+    time, without a command, are the same runs and are left out), none without a log."""
     import json
 
     import pandas as pd
 
     from attnxai.experiment import runs_header, write_summary
+    from attnxai.experiment.store import log_run
 
     assert runs_header(tmp_path) == []
+    log_run(tmp_path, {"study": "s", "seconds": 12.4, "computed": 3, "skipped": 1, "jobs": 2})
+    assert runs_header(tmp_path)[0] == "# run: s started from Python (no command recorded)"
     (tmp_path / "_runs.json").write_text(json.dumps([{
         "argv": ["attnxai", "faithfulness", "--out", "a b"], "commit": "abc", "dirty": True,
         "started": "2026-01-01T00:00:00+00:00", "seconds": 12.4, "computed": 3, "skipped": 1,

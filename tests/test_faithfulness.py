@@ -458,8 +458,12 @@ def test_cli_faithfulness_records_the_run(quick_model, tmp_path, capsys):
     assert code == 0
     text = capsys.readouterr().out
     assert "2 reviews computed" in text and "alpha-avg" in text
-    runs = json.loads((out / "_runs.json").read_text())
+    from attnxai.experiment.store import runs as logged_runs
+
+    runs = logged_runs(out)                       # the one run log, with the command as given
     assert len(runs) == 1 and runs[0]["computed"] == 2 and "commit" in runs[0]
+    assert runs[0]["command"][:3] == ["attnxai", "faithfulness", "--profile"]
+    assert not (out / "_runs.json").exists()
     df = load_results(out, keys=("test_index",), sort=("rank",))
     assert "LIME__replace__positive__comprehensiveness" in df and \
         "LIME__replace__abs__comprehensiveness" not in df

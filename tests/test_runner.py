@@ -222,9 +222,16 @@ def test_run_refuses_a_missing_device_before_writing(quick_model, tmp_path):
 
 def test_runs_log_is_json_lines(quick_model, tmp_path):
     X.run_lime_corpus(tmp_path / "r", reviews=1, bow="true", approximations=[], device="cpu",
-                      **SMALL)
+                      command=["attnxai", "lime-experiment", "--reviews", "1"], **SMALL)
     lines = (tmp_path / "r" / "_runs.jsonl").read_text().splitlines()
-    assert len(lines) == 1 and json.loads(lines[0])["device"] == "cpu"
+    assert len(lines) == 1
+    rec = json.loads(lines[0])
+    assert rec["device"] == "cpu" and rec["command"] == ["attnxai", "lime-experiment",
+                                                         "--reviews", "1"]
+    assert {"commit", "dirty", "started", "finished", "loadavg_before", "loadavg_after"} <= set(rec)
+    assert rec["started"] <= rec["finished"] and rec["computed"] == 1
+    header = X.runs_header(tmp_path / "r", "rows")
+    assert header[0] == "# command: python -m attnxai lime-experiment --reviews 1"
 
 
 def test_study_inputs_refuse_what_a_study_cannot_run(monkeypatch):

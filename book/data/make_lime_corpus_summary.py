@@ -1,11 +1,12 @@
 """Write the small committed summaries of the LIME corpus run that chapter 06 reads.
 
-    python book/data/make_lime_corpus_summary.py results/lime_full \
-        --command "python -m attnxai lime-experiment ..." --commit <git commit> \
-        --wall-time "4 h 10 min (2 workers, load average ...)"
+    python book/data/make_lime_corpus_summary.py results/lime_full
 
 Every file starts with ``#`` header lines recording the command, the git commit, the settings and
-the wall time (read them with ``pandas.read_csv(..., comment="#")``). Everything is computed from
+the wall time (read them with ``pandas.read_csv(..., comment="#")``), from the run log the
+runner keeps in the results folder (:func:`attnxai.experiment.runs_header`). A run logged before
+the runner recorded its command (the committed summaries' run, at 272eb25) takes them by hand:
+``--command "python -m attnxai lime-experiment ..." --commit <git commit> --wall-time "..."``. Everything is computed from
 all the rows of the run (the whole test set); only the per-review file is a sample.
 
 * ``lime_corpus_summary.csv``: the error table of :func:`attnxai.experiment.summarize`, plus, per
@@ -32,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnxai.experiment import approximation_names, load_results, summarize, write_summary
+from attnxai.experiment import (approximation_names, load_results, runs_header, summarize,
+                                write_summary)
 
 HERE = Path(__file__).resolve().parent
 #: Approximations whose Spearman correlations are summarised.
@@ -55,16 +57,27 @@ def _stats(g: pd.DataFrame, name: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", help="the experiment folder (results/lime_full)")
-    ap.add_argument("--command", required=True, help="the command that produced it")
-    ap.add_argument("--commit", required=True, help="git commit (and state) of the code that ran")
-    ap.add_argument("--wall-time", required=True, help="the run's wall time (and machine load)")
+    ap.add_argument("--command", help="the command that produced it (default: the run log)")
+    ap.add_argument("--commit", help="git commit (and state) of the code that ran (default: the "
+                    "run log)")
+    ap.add_argument("--wall-time", help="the run's wall time and machine load (default: the run "
+                    "log)")
     ap.add_argument("--out", default=str(HERE))
     args = ap.parse_args()
     df = load_results(args.results)
     meta = json.loads((Path(args.results) / "_meta.json").read_text())
-    header = [f"# command: {args.command}", f"# code: {args.commit}",
-              f"# settings: {json.dumps(meta, sort_keys=True)}",
-              f"# wall time: {args.wall_time}",
+    by_hand = (args.command, args.commit, args.wall_time)
+    if any(by_hand) and not all(by_hand):
+        ap.error("give --command, --commit and --wall-time together (or none: the run log)")
+    if all(by_hand):
+        runs = [f"# command: {args.command}", f"# code: {args.commit}",
+                f"# wall time: {args.wall_time}"]
+    else:
+        runs = runs_header(args.results, "rows")
+        if not any(line.startswith("# command:") for line in runs):
+            ap.error(f"{args.results}'s run log records no command (a run from before the runner "
+                     "kept one, or from Python): give --command, --commit and --wall-time")
+    header = [*runs[:2], f"# settings: {json.dumps(meta, sort_keys=True)}", *runs[2:],
               f"# reviews: {df['test_index'].nunique()} test reviews, rows: {len(df)}",
               f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}"]
     out = Path(args.out)

@@ -114,7 +114,7 @@ def _lime_run(args: argparse.Namespace) -> int:
                              kernel_width=args.kernel_width, mask_string=args.mask_string,
                              jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                              archive=args.archive, progress=not args.no_progress,
-                             approximations=names, device=args.device)
+                             approximations=names, device=args.device, command=args.argv)
     print(f"{report.out}: {report.computed} rows computed, {report.skipped} already there"
           + (f" ({report.finished} given new approximations)" if report.finished else "") + ", "
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} rows/s) on {report.workers}")
@@ -154,34 +154,19 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
 
 
-def _source_state() -> dict:
-    """The git commit of the package's source and whether tracked files differ from it."""
-    from .train import source_state
-
-    return source_state()
-
-
 def _faith_run(args: argparse.Namespace) -> int:
-    import datetime as dt
-    import os
-
     import pandas as pd
 
     from .experiment.faithfulness import run_faithfulness, summarize
     from .experiment.store import load_results
 
-    started = dt.datetime.now(dt.timezone.utc)
-    load_before = os.getloadavg()
-    source = _source_state()                     # the code as it was when the run started
     report = run_faithfulness(args.out, profile=args.profile, reviews=args.reviews,
                               methods=args.methods, perturbations=args.perturbations,
                               selections=args.selections, num_samples=args.num_samples,
                               kernel_width=args.kernel_width, backend=args.backend,
                               jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                               archive=args.archive, progress=not args.no_progress,
-                              target=args.target, device=args.device)
-    _log_run(report.out, sys.argv, started, report.seconds, report.computed, report.skipped,
-             args.jobs, load_before, source)
+                              target=args.target, device=args.device, command=args.argv)
     print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} reviews/s)")
     df = load_results(report.out, keys=("test_index",), sort=("rank",))
@@ -261,19 +246,6 @@ def _explain_run(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- beyond one layer
-def _log_run(out, argv, started, seconds, computed, skipped, jobs, load_before, source) -> None:
-    """Append this run to ``out/_runs.json`` (argv, commit, wall time, load average)."""
-    import os
-    from pathlib import Path
-
-    runs = Path(out) / "_runs.json"
-    log = json.loads(runs.read_text()) if runs.is_file() else []
-    log.append({"argv": argv, "started": started.isoformat(timespec="seconds"),
-                "seconds": seconds, "computed": computed, "skipped": skipped, "jobs": jobs,
-                "loadavg_before": load_before, "loadavg_after": os.getloadavg(), **source})
-    runs.write_text(json.dumps(log, indent=2))
-
-
 def _layer_lime_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="multilayer",
                    help="trained model (default multilayer; paper for the single-layer "
@@ -295,23 +267,16 @@ def _layer_lime_args(p: argparse.ArgumentParser) -> None:
 
 
 def _layer_lime_run(args: argparse.Namespace) -> int:
-    import datetime as dt
-    import os
-
     import pandas as pd
 
     from .experiment.multilayer import layer_summary, run_layer_lime
     from .experiment.store import load_results
 
-    started, load_before, source = dt.datetime.now(dt.timezone.utc), os.getloadavg(), \
-        _source_state()
     report = run_layer_lime(args.out, profile=args.profile, reviews=args.reviews,
                             num_samples=args.num_samples, kernel_width=args.kernel_width,
                             precision=args.precision, jobs=args.jobs, chunk=args.chunk,
                             archive=args.archive, progress=not args.no_progress,
-                            device=args.device)
-    _log_run(report.out, sys.argv, started, report.seconds, report.computed, report.skipped,
-             args.jobs, load_before, source)
+                            device=args.device, command=args.argv)
     print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
           f"{report.seconds:.0f} s")
     df = load_results(report.out, keys=("test_index",), sort=("rank",))
@@ -349,21 +314,14 @@ def _skip_args(p: argparse.ArgumentParser) -> None:
 
 
 def _training_runs(args: argparse.Namespace, runs, name: str) -> int:
-    import datetime as dt
-    import os
-
     import pandas as pd
 
     from .experiment import run
     from .experiment.multilayer import TrainingRuns
     from .experiment.store import load_results
 
-    started, load_before, source = dt.datetime.now(dt.timezone.utc), os.getloadavg(), \
-        _source_state()
     report = run(TrainingRuns(runs, name=name, archive=args.archive), args.out, jobs=args.jobs,
-                 progress=not args.no_progress)
-    _log_run(report.out, sys.argv, started, report.seconds, report.computed, report.skipped,
-             args.jobs, load_before, source)
+                 progress=not args.no_progress, command=args.argv)
     df = load_results(report.out, keys=("run",), sort=("rank",))
     cols = [c for c in ("run", "valid_accuracy", "test_accuracy", "best_epoch", "train_seconds")
             if c in df]
@@ -462,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, (add, _, help_) in COMMANDS.items():
         add(sub.add_parser(name, help=help_))
     args = parser.parse_args(argv)
+    # the command line as given, for the results folders' run log (argv[0] is never replayed)
+    args.argv = ["attnxai", *(sys.argv[1:] if argv is None else argv)]
     previous = _stop_on_sigterm()
     try:
         return COMMANDS[args.command][1](args)

@@ -37,13 +37,15 @@ def run_lime_corpus(out: str | os.PathLike, *, profile: str = "paper", reviews: 
                     mask_string: str = "UNK", jobs: int = 1, scheduler: str | None = None,
                     chunk: int = 20, archive: str | None = None, progress: bool = True,
                     approximations: Iterable[str] | Mapping[str, Any] | None = None,
-                    device: str = "cpu") -> RunReport:
+                    device: str = "cpu", command: Sequence[str] | None = None) -> RunReport:
     """Run (or resume) the LIME corpus study into ``out`` (see
     :mod:`~attnxai.experiment.lime_corpus`); ``approximations``: names from
     :data:`attnxai.theory.APPROXIMATIONS` (default: all) or a mapping name -> function;
-    ``jobs``, ``scheduler``, ``device``: where it runs (:func:`attnxai.experiment.run`)."""
+    ``jobs``, ``scheduler``, ``device``: where it runs; ``command``: for the run log
+    (:func:`attnxai.experiment.run`)."""
     study = LimeCorpus(profile=profile, reviews=reviews, repeats=repeats, bow=bow,
                        num_samples=num_samples, kernel_width=kernel_width,
                        mask_string=mask_string, chunk=chunk, archive=archive,
                        approximations=approximations)
-    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device)
+    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
+               command=command)

@@ -40,18 +40,35 @@ def write_summary(path: str | os.PathLike, header: list[str], frame: Any,
 
 
 def runs_header(folder: str | os.PathLike, unit: str = "reviews") -> list[str]:
-    """``#`` lines for each run the ``attnxai`` command logged in ``folder/_runs.json``: its
-    command, the code it ran (commit, uncommitted changes), when, its wall time for how many
-    ``unit``, its jobs and the load average around it."""
-    runs_path = Path(folder) / "_runs.json"
-    runs = json.loads(runs_path.read_text()) if runs_path.is_file() else []
+    """``#`` lines for each run logged in ``folder``'s run log (``_runs.jsonl``, written by
+    :func:`attnxai.experiment.run`), oldest first: its command, the code it ran (commit,
+    uncommitted changes), when, its wall time for how many ``unit``, its jobs and the load
+    average around it. Folders written before the runner kept one log also have ``_runs.json``
+    (the ``attnxai`` commands' own log then): its runs are read instead of the runner's lines of
+    that time, which recorded no command (the same runs, told twice)."""
+    from .store import runs
+
+    folder = Path(folder)
+    legacy = folder / "_runs.json"
+    old = json.loads(legacy.read_text()) if legacy.is_file() else []
+    logged = old + [r for r in runs(folder) if "command" in r or not old]
     lines = []
-    for r in runs:
-        args = " ".join(shlex.quote(a) for a in r["argv"][1:])
+    for r in sorted(logged, key=lambda r: str(r.get("started") or r.get("finished") or "")):
+        argv = r.get("command") or r.get("argv")
+        if argv:
+            lines.append("# command: python -m attnxai "
+                         + " ".join(shlex.quote(str(a)) for a in argv[1:]))
+        else:
+            lines.append(f"# run: {r.get('study', 'a study')} started from Python (no command "
+                         "recorded)")
         dirty = " (with uncommitted changes!)" if r.get("dirty") else ""
-        lines.append(f"# command: python -m attnxai {args}")
-        lines.append(f"#   code: {r.get('commit')}{dirty}; started {r['started']}; wall time "
-                     f"{r['seconds']:.0f} s for {r['computed']} {unit} ({r['skipped']} already "
-                     f"there), jobs {r['jobs']}; load average before "
-                     f"{r['loadavg_before'][0]:.2f}, after {r['loadavg_after'][0]:.2f}")
+        when = (f"started {r['started']}" if r.get("started")
+                else f"finished {r.get('finished', 'at an unrecorded time')}")
+        load = ""
+        if r.get("loadavg_before") and r.get("loadavg_after"):
+            load = (f"; load average before {r['loadavg_before'][0]:.2f}, after "
+                    f"{r['loadavg_after'][0]:.2f}")
+        lines.append(f"#   code: {r.get('commit') or 'not recorded'}{dirty}; {when}; wall time "
+                     f"{float(r['seconds']):.0f} s for {r['computed']} {unit} ({r['skipped']} "
+                     f"already there), jobs {r['jobs']}{load}")
     return lines

@@ -247,13 +247,15 @@ def run_faithfulness(out: Any, *, profile: str = "paper", reviews: int = 1000,
                      kernel_width: float = 25.0, backend: str = "auto", jobs: int = 1,
                      scheduler: str | None = None, chunk: int = 10, archive: str | None = None,
                      progress: bool = True, target: int | str = 1,
-                     device: str = "cpu") -> RunReport:
-    """Run (or resume) the faithfulness study into the folder ``out`` (module docstring)."""
+                     device: str = "cpu", command: Sequence[str] | None = None) -> RunReport:
+    """Run (or resume) the faithfulness study into the folder ``out`` (module docstring;
+    ``command``: for the run log, :func:`attnxai.experiment.run`)."""
     study = FaithfulnessStudy(profile=profile, reviews=reviews, methods=methods,
                               perturbations=perturbations, selections=selections,
                               num_samples=num_samples, kernel_width=kernel_width,
                               backend=backend, chunk=chunk, archive=archive, target=target)
-    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device)
+    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
+               command=command)
 
 
 # ---------------------------------------------------------------- reading the results

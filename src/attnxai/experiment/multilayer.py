@@ -214,12 +214,13 @@ def run_layer_lime(out: Any, *, profile: str = "multilayer", reviews: int = 200,
                    num_samples: int = 5000, kernel_width: float = 25.0,
                    precision: str = "bf16", jobs: int = 1, chunk: int = 5,
                    archive: str | None = None, progress: bool = True,
-                   device: str = "cpu") -> RunReport:
-    """Run (or resume) the layer-by-layer study into ``out`` (module docstring)."""
+                   device: str = "cpu", command: Sequence[str] | None = None) -> RunReport:
+    """Run (or resume) the layer-by-layer study into ``out`` (module docstring; ``command``: for
+    the run log, :func:`attnxai.experiment.run`)."""
     study = LayerLime(profile=profile, reviews=reviews, num_samples=num_samples,
                       kernel_width=kernel_width, precision=precision, chunk=chunk,
                       archive=archive)
-    return run(study, out, jobs=jobs, progress=progress, device=device)
+    return run(study, out, jobs=jobs, progress=progress, device=device, command=command)
 
 
 def layer_summary(df: Any) -> Any:

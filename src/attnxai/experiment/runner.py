@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,14 +196,27 @@ def _device(device: Any, scheduler: str | None) -> str:
 
 
 def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str | None = None,
-        progress: bool = True, device: str = "cpu") -> RunReport:
+        progress: bool = True, device: str = "cpu",
+        command: Sequence[str] | None = None) -> RunReport:
     """Run (or resume) ``study`` into the folder ``out`` (see the module docstring).
 
     ``jobs``: local worker processes (``-1``: one per core); ``scheduler``: a Dask scheduler's
     address (``tcp://host:8786``) or scheduler file, instead; ``device``: where the workers put
     the study's model (``cpu``; ``cuda`` where torch sees a GPU: the generic LIME path and any
-    batched prediction then run there)."""
+    batched prediction then run there); ``command``: the command line that started the run
+    (``sys.argv``; the ``attnxai`` commands pass theirs), for the folder's run log.
+
+    Every finished run appends one line to the folder's run log (``_runs.jsonl``,
+    :func:`~attnxai.experiment.store.log_run`): the command, the code (git commit, and whether
+    tracked files differed from it, read when the run started), when it started, its wall time,
+    the rows computed and skipped, the workers, the model's digest and the load average before
+    and after. The book's summary scripts write their headers from it
+    (:func:`attnxai.experiment.runs_header`)."""
+    import datetime as dt
+
     from tqdm.auto import tqdm
+
+    from ..train import source_state
 
     jobs = validate.integer(jobs, "jobs")
     if jobs == 0 or jobs < -1:
@@ -218,6 +231,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     chunks = study.plan(done)
     skipped = len(done)
     bundle = _bundle(study)                          # read and verified before anything runs
+    started, load_before, source = dt.datetime.now(dt.timezone.utc), _loadavg(), source_state()
     t0 = time.perf_counter()
     workers = open_workers(jobs, scheduler)
     ok = False
@@ -242,13 +256,25 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
         ok = True
     finally:
         workers.close(abort=not ok)
-    store.log_run(out, {"study": study.name, "workers": report.workers, "jobs": jobs,
+    store.log_run(out, {"study": study.name,
+                        "command": None if command is None else [str(a) for a in command],
+                        **source, "started": started.isoformat(timespec="seconds"),
+                        "workers": report.workers, "jobs": jobs,
                         "scheduler": scheduler, "device": device, "computed": report.computed,
                         "skipped": skipped, "rows_finished": finished,
                         "seconds": round(seconds, 3),
+                        "loadavg_before": load_before, "loadavg_after": _loadavg(),
                         "model": None if bundle is None else
                         {"name": bundle.ref.name, "manifest_sha256": bundle.ref.digest}})
     return report
+
+
+def _loadavg() -> list[float] | None:
+    """The machine's 1, 5 and 15 minute load averages (None where the OS has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def chunked(items: Iterable[dict[str, Any]], size: int, group: str | None = None

@@ -1,7 +1,9 @@
 """An experiment's results folder: parquet parts written atomically, ``_meta.json``, the
 settings that produced them (checked before anything is written when a run resumes), and
-``_runs.jsonl``, one line per finished run (when, where: workers, device, attnxai version, what it
-computed and how long it took)."""
+``_runs.jsonl``, the run log: one line per finished run (its command and code, when, where:
+workers, device, attnxai version, what it computed, how long it took and the load average
+around it; :func:`attnxai.experiment.run` writes it, :func:`attnxai.experiment.runs_header`
+reads it)."""
 
 from __future__ import annotations
 
