@@ -15,6 +15,8 @@ each the median of ``--repeats`` calls, the two interleaved so that a busy machi
 alike. Wall-clock and CPU (process) times are printed, with the load average before and after:
 on a shared machine the CPU time is the steadier measure. ``--approximations`` also times every
 entry of ``theory.APPROXIMATIONS`` once per review (what a corpus row costs beyond LIME).
+``benchmarks/deletion_cost.py`` shows where deletion's time goes and how accurate the rule in
+``p`` is in each mode.
 """
 
 from __future__ import annotations
@@ -57,13 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     pre = attnxai.pretrained(args.profile, progress=False)
     data = attnxai.load_imdb()
     limit = pre.model.max_len - 1
-    texts = []
-    for idx in experiment.review_order(len(data.test)):
-        t = attnxai.normalize_for_lime(data.test[int(idx)].text, limit)
-        if len(t.split(" ")) == limit:
-            texts.append(t)
-        if len(texts) == args.reviews:
-            break
+    texts = experiment.full_length_reviews(data, args.reviews, pre.model.max_len)
     load0 = os.getloadavg()
     print(f"model {args.profile} ({pre.path.name}), {len(texts)} reviews of {limit} tokens, "
           f"one thread, median of {args.repeats}; load average {load0[0]:.2f} {load0[1]:.2f}")

@@ -76,13 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     pre = attnxai.pretrained(args.profile, progress=False)
     data = attnxai.load_imdb()
     limit = pre.model.max_len - 1
-    texts = []
-    for idx in experiment.review_order(len(data.test)):
-        t = attnxai.normalize_for_lime(data.test[int(idx)].text, limit)
-        if len(t.split(" ")) == limit:
-            texts.append(t)
-        if len(texts) == args.reviews:
-            break
+    texts = experiment.full_length_reviews(data, args.reviews, pre.model.max_len)
     sums = _window_sums_kernel()
     nodes_list = (13, 17, 25, 33)
     print(f"model {args.profile} ({pre.path.name}), {len(texts)} reviews of {limit} tokens, one "

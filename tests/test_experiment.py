@@ -35,6 +35,21 @@ def test_order_and_seeds():
         X.lime_seed(1, 1000)
 
 
+def test_full_length_reviews_follow_the_order():
+    """The benchmarks' reviews: the first of the seeded order whose normalised text fills the
+    model, in that order (fewer when the test set has fewer)."""
+    import types
+
+    texts = ["a b c", "a b", "x y z w", "q r s", "m n o"]
+    data = types.SimpleNamespace(test=[types.SimpleNamespace(text=t) for t in texts])
+    full = [i for i in X.review_order(5) if len(texts[i].split()) >= 3]
+    got = X.full_length_reviews(data, 2, max_len=4)            # 3 tokens after [CLS]
+    assert got == [" ".join(texts[i].split()[:3]) for i in full[:2]]
+    assert len(X.full_length_reviews(data, 10, max_len=4)) == 4
+    with pytest.raises(ValueError, match="n"):
+        X.full_length_reviews(data, 0, max_len=4)
+
+
 def test_resume_computes_only_new_reviews(quick_model, tmp_path):
     out = tmp_path / "res"
     first = X.run_lime_corpus(out, reviews=3, bow="true", approximations=[], **SMALL)

@@ -43,8 +43,8 @@ from .runner import Study, chunked, parallel, study_model, study_test_set
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "approximation_columns",
-           "approximation_names", "lime_row", "lime_seed", "ordered_reviews", "review_order",
-           "review_text", "summarize"]
+           "approximation_names", "full_length_reviews", "lime_row", "lime_seed",
+           "ordered_reviews", "review_order", "review_text", "summarize"]
 
 #: Seed of the permutation that orders the test reviews (the paper's arXiv number, 2402.03485).
 ORDER_SEED = 240203485
@@ -79,6 +79,21 @@ def review_text(data: Any, test_index: int, max_len: int) -> str:
     from ..text import normalize_for_lime
 
     return normalize_for_lime(data.test[test_index].text, max_len - 1)
+
+
+def full_length_reviews(data: Any, n: int, max_len: int) -> list[str]:
+    """The first ``n`` test reviews of :func:`review_order` that fill the model
+    (:func:`review_text` has ``max_len - 1`` tokens): the benchmarks' worst case. Fewer if the
+    test set has fewer."""
+    n = validate.positive_int(n, "n")
+    texts = []
+    for idx in review_order(len(data.test)):
+        text = review_text(data, int(idx), max_len)
+        if len(text.split(" ")) == max_len - 1:
+            texts.append(text)
+            if len(texts) == n:
+                break
+    return texts
 
 
 def ordered_reviews(data: Any, reviews: int, max_len: int) -> Iterable[tuple[int, Any]]:
