@@ -394,3 +394,42 @@ def test_binomial_truncated_lambda_rule_changes_nothing():
     np.testing.assert_allclose(p1, p0, rtol=0, atol=1e-14 * np.abs(p0).max())
     assert np.all(short <= full) and np.all(short.sum(1) < full.sum(1))   # it did stop nodes
     assert np.all(full == full[:, :1])               # untruncated: every node, every level
+
+
+
+_FRESH_OR_CACHED = r"""
+import json, sys
+from pathlib import Path
+import attnxai
+from attnxai.theory import lime_attention as la, lime_binomial as lb, lime_kernels as lk
+pre = attnxai.pretrained("quick", progress=False)
+text = Path(sys.argv[1]).read_text()
+out = [la.lime_limit(pre, text, bow=True), la.lime_limit(pre, text, bow=False),
+       la.lime_limit(pre, text, bow=True, law="lime"), la.lime_limit(pre, text, bow=False, law="lime")]
+kernels = [f for m in (lb, lk) for f in vars(m).values() if hasattr(f, "stats")]
+hits = sum(sum(f.stats.cache_hits.values()) for f in kernels)
+print(json.dumps({"coef": [[float(x).hex() for x in o] for o in out], "hits": hits}))
+"""
+
+
+def test_same_bits_freshly_compiled_or_from_numba_cache(quick_model, imdb, tmp_path):
+    """numba compiles the kernels on first use and caches the machine code; a later process loads
+    it. Both must give the same bits (a compiled function that called the binomial kernel did
+    not: 1e-16 apart on trained reviews), or a resumed corpus run would mix two roundings. Two
+    processes on an empty cache folder, a 255-token review of the quick model: the first
+    compiles, the second loads."""
+    import os
+    import subprocess
+    import sys
+
+    from attnxai.experiment import full_length_reviews
+
+    (tmp_path / "review.txt").write_text(full_length_reviews(imdb, 1, quick_model.model.max_len)[0])
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    script = tmp_path / "fresh_or_cached.py"
+    script.write_text(_FRESH_OR_CACHED)
+    runs = [json.loads(subprocess.run([sys.executable, str(script), str(tmp_path / "review.txt")],
+                                      env=env, capture_output=True, text=True, check=True,
+                                      timeout=600).stdout.splitlines()[-1]) for _ in range(2)]
+    assert runs[0]["hits"] == 0 and runs[1]["hits"] >= 4            # compiled, then loaded
+    assert runs[0]["coef"] == runs[1]["coef"]

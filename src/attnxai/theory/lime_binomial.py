@@ -32,7 +32,8 @@ answer beyond rounding:
 * the window sums and the table rows index *views* (``pmf[o:o + ln]``, then ``[k]``): an index
   ``o + k`` may be negative as far as numba knows, and its wraparound check kept LLVM from
   vectorising the sums (2.3x on the whole call);
-* the binomial windows are computed once per review, for every head;
+* the binomial windows are computed once per review, for every head (the heads then run one
+  call each: see :func:`binomial_delete` for why not one compiled loop);
 * **each node ``p`` stops its lambda rule early.** ``E[M/N] = sum_l w_l E[M exp(-lambda_l N)]``
   and, for ``lambda >= lambda_l``, the rest of the sum is at most about ``|f|_max
   E[exp(-lambda_l N / 2)]`` (the trapezoid sum of the decreasing ``lambda N exp(-lambda N)``
@@ -346,27 +347,15 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes
                 delta[i, j] += w * (on - off)
 
 
-@_jit(_FAST)
-def _binomial_delete_heads(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes, wlo,
-                           wlen, woff, pmf, LAM, WTS, NL, ksub, delta, phi, X, ET, EHT, logE,
-                           rat, dE0, dE1, rz0, rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1,
-                           ob0, ob1, alive, past, tail, counts):
-    """:func:`_binomial_delete` for every head ``k`` (row ``k`` of the stacked inputs; head
-    ``k``'s rule is ``LAM[k, :NL[k]]``, ``WTS[k, :NL[k]]``); ``counts[k, i]``: the lambda levels
-    head ``k`` evaluated at node ``i``."""
-    for k in range(EA.shape[0]):
-        nl = NL[k]
-        _binomial_delete(EA[k], CW[k], base, n_other, owner, first, EB[k], EBR[k], G0[k], H0[k],
-                         nodes, wlo, wlen, woff, pmf, LAM[k, :nl], WTS[k, :nl], ksub, delta[k],
-                         phi[k], X, ET, EHT, logE, rat, dE0, dE1, rz0, rz1, KE, KH, Lw, ratio,
-                         a0, a1, b0, b1, oa0, oa1, ob0, ob1, alive, past, tail, counts[k])
-
-
 def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes, LAM, WTS, NL,
                     ksub, delta, phi, tol=1e-14, tail=TAIL) -> np.ndarray:
     """:func:`_binomial_delete` (docstring there) for every head, on one arena per call
     (:func:`attnxai.theory.lime_kernels.arena`: fixed relative addresses, the same bits every
-    call); the binomial windows are computed once for all heads. Stacked inputs: ``EA``,
+    call); the binomial windows are computed once for all heads. The heads are called one by one
+    from here, not from a compiled loop: a compiled function that calls this kernel ran code with
+    other rounding when numba loaded it from its cache than when it had just compiled it (1e-16
+    relative; ``tests/test_theory_lime_chain.py`` checks both give the same bits). Stacked
+    inputs: ``EA``,
     ``CW`` (K, n), ``EB``, ``EBR`` (K, n + 2), ``G0``, ``H0``, ``NL`` (K,), ``LAM``, ``WTS``
     (K, max NL); adds to ``delta`` (K, n_nodes, d) and ``phi`` (K, n_nodes). Returns the number
     of lambda levels evaluated per head and node (K, n_nodes)."""
@@ -386,7 +375,14 @@ def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes,
               np.asarray(delta, f), np.asarray(phi, f), ((int(ksub), cells), f), (cells, f),
               (cells, f), *[(n, f)] * 6, *[(d, f)] * 4, *[(n, f)] * 4, *[(d, f)] * 4,
               (nodes_.size, i8), ((int(ksub), nodes_.size), f), ((EA.shape[0], nodes_.size), i8))
-    _binomial_delete_heads(*v[:18], int(ksub), *v[18:-1], float(tail), v[-1])
+    (EA_, CW_, base_, n_other_, owner_, first_, EB_, EBR_, G0_, H0_, nodes_v, lo_, len_, off_,
+     pmf_, LAM_, WTS_, NL_, delta_, phi_), work, counts = v[:20], v[20:-1], v[-1]
+    for k in range(EA_.shape[0]):
+        nl = int(NL_[k])
+        _binomial_delete(EA_[k], CW_[k], base_, n_other_, owner_, first_, EB_[k], EBR_[k],
+                         float(G0_[k]), float(H0_[k]), nodes_v, lo_, len_, off_, pmf_,
+                         LAM_[k, :nl], WTS_[k, :nl], int(ksub), delta_[k], phi_[k], *work,
+                         float(tail), counts[k])
     delta[...] = v[18]
     phi[...] = v[19]
     return v[-1].copy()
