@@ -245,3 +245,35 @@ def test_summary_header_and_runs(tmp_path):
     assert path.read_text().splitlines()[:2] == [command, code]
     back = pd.read_csv(path, comment="#")
     assert back["x"].tolist() == [0.333, 2.0] and back["name"].tolist() == ["a", "b"]
+
+
+def test_check_lime_corpus_finds_a_changed_value(quick_model, tmp_path, capsys):
+    """book/data/check_lime_corpus.py: a rerun of a run's first reviews is the same bit for bit
+    (exit 0); after one coefficient of one part is changed by 1e-15 (relative), it names that
+    column (exit 1); a run made with another model is refused (exit 2)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parents[1] / "book" / "data" / "check_lime_corpus.py"
+    spec = importlib.util.spec_from_file_location("check_lime_corpus", path)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    out = tmp_path / "run"
+    X.run_lime_corpus(out, reviews=2, bow="both", approximations=["paper", "limit"], **SMALL)
+    assert check.main([str(out), "--reviews", "2"]) == 0
+    assert "every value is the same, bit for bit" in capsys.readouterr().out
+    part = sorted(out.glob("part-*.parquet"))[0]
+    df = pd.read_parquet(part)
+    coef = [np.array(c, dtype=float) for c in df["limit__coef"]]
+    coef[0][0] *= 1 + 1e-15
+    df["limit__coef"] = coef
+    df.to_parquet(part, index=False)
+    assert check.main([str(out), "--reviews", "2"]) == 1
+    text = capsys.readouterr().out
+    assert "limit__coef" in text and "1 columns differ" in text and "paper__coef" not in text
+    meta = json.loads((out / "_meta.json").read_text())
+    (out / "_meta.json").write_text(json.dumps({**meta, "model": "quick-0000"}))
+    assert check.main([str(out), "--reviews", "2"]) == 2

@@ -401,12 +401,16 @@ _FRESH_OR_CACHED = r"""
 import json, sys
 from pathlib import Path
 import attnxai
+from attnxai import fastlime
+from attnxai.fastlime import kernels as fk
 from attnxai.theory import lime_attention as la, lime_binomial as lb, lime_kernels as lk
 pre = attnxai.pretrained("quick", progress=False)
 text = Path(sys.argv[1]).read_text()
 out = [la.lime_limit(pre, text, bow=True), la.lime_limit(pre, text, bow=False),
        la.lime_limit(pre, text, bow=True, law="lime"), la.lime_limit(pre, text, bow=False, law="lime")]
-kernels = [f for m in (lb, lk) for f in vars(m).values() if hasattr(f, "stats")]
+out += [fastlime.explain(pre, text, bow=b, num_samples=300, random_state=1).coef for b in (True, False)]
+kernels = [f for m in (lb, lk, fk) for f in vars(m).values()
+           if hasattr(getattr(f, "stats", None), "cache_hits")]            # numba dispatchers
 hits = sum(sum(f.stats.cache_hits.values()) for f in kernels)
 print(json.dumps({"coef": [[float(x).hex() for x in o] for o in out], "hits": hits}))
 """
@@ -416,8 +420,8 @@ def test_same_bits_freshly_compiled_or_from_numba_cache(quick_model, imdb, tmp_p
     """numba compiles the kernels on first use and caches the machine code; a later process loads
     it. Both must give the same bits (a compiled function that called the binomial kernel did
     not: 1e-16 apart on trained reviews), or a resumed corpus run would mix two roundings. Two
-    processes on an empty cache folder, a 255-token review of the quick model: the first
-    compiles, the second loads."""
+    processes on an empty cache folder, a 255-token review of the quick model, the closed forms
+    and the fast LIME in both modes: the first process compiles, the second loads."""
     import os
     import subprocess
     import sys
