@@ -355,10 +355,9 @@ def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes,
     from here, not from a compiled loop: a compiled function that calls this kernel ran code with
     other rounding when numba loaded it from its cache than when it had just compiled it (1e-16
     relative; ``tests/test_theory_lime_chain.py`` checks both give the same bits). Stacked
-    inputs: ``EA``,
-    ``CW`` (K, n), ``EB``, ``EBR`` (K, n + 2), ``G0``, ``H0``, ``NL`` (K,), ``LAM``, ``WTS``
-    (K, max NL); adds to ``delta`` (K, n_nodes, d) and ``phi`` (K, n_nodes). Returns the number
-    of lambda levels evaluated per head and node (K, n_nodes)."""
+    inputs: ``EA``, ``CW`` (K, n), ``EB``, ``EBR`` (K, n + 2), ``G0``, ``H0``, ``NL`` (K,),
+    ``LAM``, ``WTS`` (K, max NL); adds to ``delta`` (K, n_nodes, d) and ``phi`` (K, n_nodes).
+    Returns the number of lambda levels evaluated per head and node (K, n_nodes)."""
     n, d = EA.shape[1], delta.shape[2]
     f, i8 = np.float64, np.int64
     n_other = np.ascontiguousarray(n_other, dtype=i8)
