@@ -4,10 +4,11 @@
 
 Every file starts with ``#`` header lines recording the command, the git commit, the settings and
 the wall time (read them with ``pandas.read_csv(..., comment="#")``), from the run log the
-runner keeps in the results folder (:func:`attnxai.experiment.runs_header`). A run logged before
-the runner recorded its command (the committed summaries' run, at 272eb25) takes them by hand:
-``--command "python -m attnxai lime-experiment ..." --commit <git commit> --wall-time "..."``. Everything is computed from
-all the rows of the run (the whole test set); only the per-review file is a sample.
+runner keeps in the results folder (:func:`attnxai.experiment.runs_header`), and the commit of
+the checkout that wrote the summary. A run logged before the runner recorded its command (before
+2026-11-30) takes them by hand: ``--command "python -m attnxai lime-experiment ..." --commit
+<git commit> --wall-time "..."``. Everything is computed from all the rows of the run (the
+whole test set); only the per-review file is a sample.
 
 * ``lime_corpus_summary.csv``: the error table of :func:`attnxai.experiment.summarize`, plus, per
   (approximation, bow), ``err2_ms`` (mean squared norm-2 error), ``floor_ms`` (mean squared half
@@ -54,6 +55,14 @@ def _stats(g: pd.DataFrame, name: str) -> dict:
             "norm_mean": float(g.lime_norm.mean())}
 
 
+def _code() -> str:
+    """The commit of the checkout writing the summary (and whether it had uncommitted changes)."""
+    from attnxai.train import source_state
+
+    src = source_state()
+    return f"{src['commit']}{' (with uncommitted changes!)' if src['dirty'] else ''}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", help="the experiment folder (results/lime_full)")
@@ -79,7 +88,8 @@ def main() -> None:
                      "kept one, or from Python): give --command, --commit and --wall-time")
     header = [*runs[:2], f"# settings: {json.dumps(meta, sort_keys=True)}", *runs[2:],
               f"# reviews: {df['test_index'].nunique()} test reviews, rows: {len(df)}",
-              f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}"]
+              f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} by "
+              f"book/data/make_lime_corpus_summary.py at {_code()}"]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     names = approximation_names(df)
