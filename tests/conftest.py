@@ -84,3 +84,15 @@ def tiny_text(n: int, seed: int = 0, unknown: bool = True) -> str:
 @pytest.fixture
 def tiny():
     return make_tiny()
+
+
+def load_script(relpath: str):
+    """A script of the repository (``benchmarks/...``, ``book/data/...``) as a module, to test
+    its functions."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / relpath
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
 from attnxai.theory import lime_binomial as lb
 from attnxai.theory import lime_inputs as li
 from attnxai.theory import lime_quadrature as lq
-from conftest import make_tiny, tiny_text
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from conftest import load_script, make_tiny, tiny_text
 
 
 def test_deletion_cost_counts_every_window_term_once():
     """deletion_cost splits the binomial kernel's window terms into dead / flat / full: the three
     add up to the terms of the (head, node, level) triples the kernel evaluated, counted here
     independently from its windows and its per-node level counts."""
-    mod = _script("deletion_cost")
+    mod = load_script("benchmarks/deletion_cost.py")
     pre = make_tiny(seed=5, n_heads=2, max_len=60, scale=2.0)
     text = tiny_text(50, seed=5, unknown=False)
     w = mod._work(pre, text, li, lq, lb, np, mod._window_sums_kernel())

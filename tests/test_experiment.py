@@ -251,16 +251,13 @@ def test_check_lime_corpus_finds_a_changed_value(quick_model, tmp_path, capsys):
     """book/data/check_lime_corpus.py: a rerun of a run's first reviews is the same bit for bit
     (exit 0); after one coefficient of one part is changed by 1e-15 (relative), it names that
     column (exit 1); a run made with another model is refused (exit 2)."""
-    import importlib.util
     import json
-    from pathlib import Path
 
     import pandas as pd
 
-    path = Path(__file__).resolve().parents[1] / "book" / "data" / "check_lime_corpus.py"
-    spec = importlib.util.spec_from_file_location("check_lime_corpus", path)
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    from conftest import load_script
+
+    check = load_script("book/data/check_lime_corpus.py")
     out = tmp_path / "run"
     X.run_lime_corpus(out, reviews=2, bow="both", approximations=["paper", "limit"], **SMALL)
     assert check.main([str(out), "--reviews", "2"]) == 0

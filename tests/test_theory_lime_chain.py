@@ -396,7 +396,6 @@ def test_binomial_truncated_lambda_rule_changes_nothing():
     assert np.all(full == full[:, :1])               # untruncated: every node, every level
 
 
-
 _FRESH_OR_CACHED = r"""
 import json, sys
 from pathlib import Path

@@ -1,7 +1,7 @@
 """Check that this checkout reproduces a LIME corpus run: recompute its first reviews and compare
 every column, bit for bit.
 
-    python book/data/check_lime_corpus.py results/lime_full [--reviews 20] [--jobs 2]
+    python book/data/check_lime_corpus.py FOLDER [--reviews 20] [--jobs 2]
 
 Reads the run's settings (``_meta.json``), refuses a run made with another model than the one
 this checkout loads for its profile, reruns the first ``--reviews`` reviews of its order (both
@@ -10,8 +10,9 @@ the same runner, and prints, per column that differs (``--all``: every column), 
 differ and by how much. Timings (``seconds``, ``cpu_seconds``) are not compared. Exit status 0
 when every compared value is the same, 1 otherwise (2 when the run cannot be checked here).
 
-The committed summaries in ``book/data`` come from ``results/lime_full`` (not committed: 886 MB);
-with it, this tells whether the code you have would write the same rows.
+The committed summaries in ``book/data`` come from the run their header names (the ``--out`` of
+its command; the raw run is not committed, it is large); with that folder, this tells whether
+the code you have would write the same rows.
 """
 
 from __future__ import annotations
@@ -76,10 +77,11 @@ def compare(old: pd.DataFrame, new: pd.DataFrame, keys=("rank", "bow")) -> pd.Da
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", help="the run's folder (results/lime_full)")
+    ap.add_argument("results", help="the run's folder (the --out of its command)")
     ap.add_argument("--reviews", type=int, default=20, help="first N reviews of its order")
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--all", action="store_true", help="print every column, not only those that differ")
+    ap.add_argument("--all", action="store_true",
+                    help="print every column, not only those that differ")
     args = ap.parse_args(argv)
 
     import attnxai

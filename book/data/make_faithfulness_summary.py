@@ -21,8 +21,8 @@ setting: ``--target 1``, ``--target predicted``). Writes, in ``book/data/``:
 
 Every file starts with ``#`` lines (read with ``pandas.read_csv(..., comment="#")``): the commands
 that ran, the git commit of the code and whether it had uncommitted changes (from the folder's
-run log, :func:`attnxai.experiment.runs_header`), the settings (``_meta.json``), the wall time of each run
-with the jobs and load average, and when the summary was written.
+run log, :func:`attnxai.experiment.runs_header`), the settings (``_meta.json``), the wall time
+of each run with the jobs and load average, and when the summary was written.
 """
 
 from __future__ import annotations

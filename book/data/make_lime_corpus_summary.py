@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnxai.experiment import (approximation_names, load_results, runs_header, summarize,
-                                write_summary)
+from attnxai.experiment import (approximation_names, code_label, load_results, runs_header,
+                                summarize, write_summary)
 
 HERE = Path(__file__).resolve().parent
 #: Approximations whose Spearman correlations are summarised.
@@ -53,14 +53,6 @@ def _stats(g: pd.DataFrame, name: str) -> dict:
             "q25_err2": err.quantile(0.25), "q75_err2": err.quantile(0.75),
             "err2_ms": float((err ** 2).mean()), "floor_ms": float(((g.lime_spread / 2) ** 2).mean()),
             "norm_mean": float(g.lime_norm.mean())}
-
-
-def _code() -> str:
-    """The commit of the checkout writing the summary (and whether it had uncommitted changes)."""
-    from attnxai.train import source_state
-
-    src = source_state()
-    return f"{src['commit']}{' (with uncommitted changes!)' if src['dirty'] else ''}"
 
 
 def main() -> None:
@@ -89,7 +81,7 @@ def main() -> None:
     header = [*runs[:2], f"# settings: {json.dumps(meta, sort_keys=True)}", *runs[2:],
               f"# reviews: {df['test_index'].nunique()} test reviews, rows: {len(df)}",
               f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} by "
-              f"book/data/make_lime_corpus_summary.py at {_code()}"]
+              f"book/data/make_lime_corpus_summary.py at {code_label()}"]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     names = approximation_names(df)

@@ -28,8 +28,7 @@ missing folder is left out (and said so in the headers). Writes, in ``book/data/
 Every file starts with ``#`` lines (``pandas.read_csv(..., comment="#")``): the commands that ran
 with the git commit of their code and whether it had uncommitted changes, the wall time, jobs and
 load average of each run (from each folder's run log, :func:`attnxai.experiment.runs_header`, and
-from ``logs/study.log``), the
-settings (``_meta.json``) and when the summary was written.
+from ``logs/study.log``), the settings (``_meta.json``) and when the summary was written.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["book_data", "runs_header", "write_summary"]
+__all__ = ["book_data", "code_label", "runs_header", "write_summary"]
 
 
 def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
@@ -39,6 +39,17 @@ def write_summary(path: str | os.PathLike, header: list[str], frame: Any,
     return path
 
 
+def code_label(commit: str | None = None, dirty: bool | None = None) -> str:
+    """How the summaries' headers name code: ``commit``, marked when tracked files differed from
+    it. Without arguments, this checkout's (:func:`attnxai.train.source_state`)."""
+    if commit is None and dirty is None:
+        from ..train import source_state
+
+        src = source_state()
+        commit, dirty = src["commit"], src["dirty"]
+    return f"{commit or 'not recorded'}{' (with uncommitted changes!)' if dirty else ''}"
+
+
 def runs_header(folder: str | os.PathLike, unit: str = "reviews") -> list[str]:
     """``#`` lines for each run logged in ``folder``'s run log (``_runs.jsonl``, written by
     :func:`attnxai.experiment.run`), oldest first: its command, the code it ran (commit,
@@ -61,14 +72,13 @@ def runs_header(folder: str | os.PathLike, unit: str = "reviews") -> list[str]:
         else:
             lines.append(f"# run: {r.get('study', 'a study')} started from Python (no command "
                          "recorded)")
-        dirty = " (with uncommitted changes!)" if r.get("dirty") else ""
         when = (f"started {r['started']}" if r.get("started")
                 else f"finished {r.get('finished', 'at an unrecorded time')}")
         load = ""
         if r.get("loadavg_before") and r.get("loadavg_after"):
             load = (f"; load average before {r['loadavg_before'][0]:.2f}, after "
                     f"{r['loadavg_after'][0]:.2f}")
-        lines.append(f"#   code: {r.get('commit') or 'not recorded'}{dirty}; {when}; wall time "
+        lines.append(f"#   code: {code_label(r.get('commit'), r.get('dirty'))}; {when}; wall time "
                      f"{float(r['seconds']):.0f} s for {r['computed']} {unit} ({r['skipped']} "
                      f"already there), jobs {r['jobs']}{load}")
     return lines

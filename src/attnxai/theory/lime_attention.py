@@ -169,8 +169,8 @@ def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True
     ``n_nodes``: nodes in ``p`` of the profile form (above ``d``: every value of ``p`` of lime's
     law, exact; 25: replacement to about 1e-10, deletion with binomial positions to a few 1e-4
     on 255-token reviews, ``benchmarks/deletion_cost.py``); ``lambda_step``: step in ``log
-    lambda`` of the profile form's rules (0.7: each expectation to about 1e-5 relative, the coefficients to
-    about 1e-6 of their scale; 0.25: 1e-11); ``ksub``: the chain's rule has steps
+    lambda`` of the profile form's rules (0.7: each expectation to about 1e-5 relative, the
+    coefficients to about 1e-6 of their scale; 0.25: 1e-11); ``ksub``: the chain's rule has steps
     ``log(2)/ksub`` (1: as 0.7; 2: 1e-11; 4: rounding).
 
     Raises ``ValueError`` for a kernel so narrow that lime's weights underflow, weights holding

@@ -351,10 +351,8 @@ def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes,
                     ksub, delta, phi, tol=1e-14, tail=TAIL) -> np.ndarray:
     """:func:`_binomial_delete` (docstring there) for every head, on one arena per call
     (:func:`attnxai.theory.lime_kernels.arena`: fixed relative addresses, the same bits every
-    call); the binomial windows are computed once for all heads. The heads are called one by one
-    from here, not from a compiled loop: a compiled function that calls this kernel ran code with
-    other rounding when numba loaded it from its cache than when it had just compiled it (1e-16
-    relative; ``tests/test_theory_lime_chain.py`` checks both give the same bits). Stacked
+    call); the binomial windows are computed once for all heads, and the heads are called one by
+    one from here (why not from a compiled loop: :mod:`attnxai.theory.lime_kernels`). Stacked
     inputs: ``EA``, ``CW`` (K, n), ``EB``, ``EBR`` (K, n + 2), ``G0``, ``H0``, ``NL`` (K,),
     ``LAM``, ``WTS`` (K, max NL); adds to ``delta`` (K, n_nodes, d) and ``phi`` (K, n_nodes).
     Returns the number of lambda levels evaluated per head and node (K, n_nodes)."""

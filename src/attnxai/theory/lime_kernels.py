@@ -13,7 +13,11 @@ Three loops cannot be vectorised with numpy without tables of size ``T^2 x (lamb
 **Reproducibility.** Every sum is a loop in a fixed order (no BLAS, no threads), so a call
 returns the same bits every time in a process and across processes on one machine. The loops are
 compiled with ``fastmath={"reassoc", "contract", "nsz", "arcp"}`` (never ``nnan``/``ninf``), which
-lets LLVM vectorise the reductions: the order it picks is fixed at compile time. A loop indexes
+lets LLVM vectorise the reductions: the order it picks is fixed at compile time. The kernels are
+called from Python, never from another compiled function: a compiled loop that called the
+binomial kernel ran code with other rounding when numba loaded it from its cache than when it had
+just compiled it (1e-16), so a rerun on a warm cache did not reproduce a fresh one
+(``tests/test_theory_lime_chain.py`` compiles, then loads, and compares the bits). A loop indexes
 *views* of a row (``A[xo:xo + t]``, then ``[c]``) rather than ``A[xo + c]``: numba must treat
 ``xo + c`` as possibly negative (Python's wraparound), a branch per access that stops LLVM from
 vectorising, while an index from ``range()`` is known to be non-negative (measured: 1.5x on the
