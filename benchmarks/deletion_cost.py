@@ -18,14 +18,30 @@ prints, one thread:
   ``dead`` (``s min eb > 40``: every term below ``e^-40``), ``flat`` (``s (max eb - min eb) <
   0.02``: an expansion in ``s`` to a few terms would replace the window) and ``full`` (the rest:
   the terms vary by a factor of order one across the window, and nothing but the sum gives it);
-* **a floor**: the time the ``full`` terms alone take in a compiled loop that does only the four
-  window sums (the same lengths, on tables as large as the kernel's, measured here), next to the
-  whole kernel's time: what a method that did nothing else would still cost.
+* **what the parts cost**, next to the whole kernel's time:
+
+  - ``full sums``: the ``full`` terms alone in a compiled loop that does only the four window
+    sums (the same lengths, on tables as large as the kernel's): what a method that did nothing
+    but these sums would still cost;
+  - ``tables``: the kernel with no node ``p`` at all: it still builds every level's tables
+    ``exp(-lambda G_t(q))`` (each head, each level, every token and position), and nothing else;
+  - ``logs``: the kernel's logarithms alone (``2 n + 2 d`` per evaluation: two per token, two per
+    word) in a compiled loop that does nothing else;
+  - ``1-term windows``: the kernel itself, unchanged, on windows cut to their first term (every
+    window sum one product; the evaluations it made are printed, to compare): everything the
+    kernel does but the window sums.
+
+  The last line prints the kernel's time less its tables per (head, node ``p``, level
+  ``lambda``, token) evaluation, with and without the window sums: what one evaluation costs as
+  the kernel stands (:mod:`attnxai.theory.lime_binomial` says what a rearrangement could save).
+  Compiled loops here are made per run (not numba-cached): a function made inside another has no
+  importable module for numba's cache to reload it from.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -34,10 +50,8 @@ import time
 def _window_sums_kernel():
     import numba
 
-    # not cached: a function made here (a closure) has no importable module for numba's cache
-    # to reload it from, and compiling it takes a second
-    @numba.njit(fastmath=True)
-    def sums(lengths, pmf, e, h, reps):                 # four dot products per window, as the kernel
+    @numba.njit(fastmath=True)                          # not cached (module docstring)
+    def sums(lengths, pmf, e, h, reps):             # four dot products per window, as the kernel
         size = e.shape[0] - 2 * 4096                    # tables as large as the kernel's
         acc = 0.0
         for _ in range(reps):
@@ -56,6 +70,42 @@ def _window_sums_kernel():
         return acc
 
     return sums
+
+
+def _logs_kernel():
+    import math
+
+    import numba
+
+    @numba.njit                                         # not cached (module docstring)
+    def logs(x, reps):                           # one logarithm per value, as the kernel takes them
+        acc = 0.0
+        for _ in range(reps):
+            for v in x:
+                acc += math.log(v)
+        return acc
+
+    return logs
+
+
+@contextlib.contextmanager
+def _windows_cut_to_one_term(lb):
+    """``lb.binomial_windows`` cuts every window to its first term while inside: the kernel then
+    does one product per window sum and everything else as usual."""
+    import numpy as np
+
+    full = lb.binomial_windows
+
+    def cut(n_other, nodes, tol, lo, length, offset, pmf):
+        used = full(n_other, nodes, tol, lo, length, offset, pmf)
+        length[...] = np.minimum(length, 1)
+        return used
+
+    lb.binomial_windows = cut
+    try:
+        yield
+    finally:
+        lb.binomial_windows = full
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     data = attnxai.load_imdb()
     limit = pre.model.max_len - 1
     texts = experiment.full_length_reviews(data, args.reviews, pre.model.max_len)
-    sums = _window_sums_kernel()
+    sums, logs = _window_sums_kernel(), _logs_kernel()
     nodes_list = (13, 17, 25, 33)
     print(f"model {args.profile} ({pre.path.name}), {len(texts)} reviews of {limit} tokens, one "
           "thread\n\nrule in p: relative error of lime_limit's coefficients against lime's exact "
@@ -93,23 +143,34 @@ def main(argv: list[str] | None = None) -> int:
                 errs = [np.linalg.norm(theory.lime_limit(pre, text, bow=bow, n_nodes=n) - exact)
                         / np.linalg.norm(exact) for n in nodes_list]
                 print(f"{str(bow):>5} {exact.size:>4} " + " ".join(f"{e:>8.1e}" for e in errs))
-            work.append(_work(pre, text, li, lq, lb, np, sums))
-    print("\nbinomial positions (deletion, default n_nodes=25): work per review")
+            work.append(_work(pre, text, li, lq, lb, np, sums, logs))
+    print("\nbinomial positions (deletion, default n_nodes=25): work per review; times in ms")
     print(f"{'d':>4} {'evals':>7} {'terms (M)':>9} {'dead':>6} {'flat':>6} {'full':>6} "
-          f"{'kernel ms':>9} {'full sums ms':>12}")
+          f"{'kernel':>7} {'tables':>7} {'full sums':>9} {'logs':>6} {'1-term windows':>14} "
+          f"{'(evals)':>8}")
     for w in work:
         tot = w["terms"].sum()
         print(f"{w['d']:>4} {w['evals']:>7,} {tot / 1e6:>9.1f} "
               + " ".join(f"{w['terms'][i] / tot:>6.1%}" for i in range(3))
-              + f" {w['kernel'] * 1e3:>9.1f} {w['floor'] * 1e3:>12.1f}")
-    med = {k: statistics.median(w[k] for w in work) for k in ("kernel", "floor")}
+              + f" {w['kernel'] * 1e3:>7.1f} {w['tables'] * 1e3:>7.1f} {w['floor'] * 1e3:>9.1f}"
+              f" {w['logs'] * 1e3:>6.1f}"
+              f" {w['cut'] * 1e3:>14.1f} {w['cut_evals']:>8,}")
+    keys = ("kernel", "tables", "floor", "logs", "cut")
+    med = {k: statistics.median(w[k] for w in work) * 1e3 for k in keys}
     share = statistics.median(w["terms"][2] / w["terms"].sum() for w in work)
-    print(f"\nmedians: the kernel {med['kernel'] * 1e3:.1f} ms; its 'full' window sums alone "
-          f"({share:.0%} of the terms) {med['floor'] * 1e3:.1f} ms")
+    evals = statistics.median(w["evals"] * w["n"] for w in work)
+    per_eval = {k: statistics.median((w[k] - w["tables"]) / (w[e] * w["n"]) for w in work) * 1e9
+                for k, e in (("kernel", "evals"), ("cut", "cut_evals"))}
+    print(f"\nmedians: the kernel {med['kernel']:.1f} ms for {evals / 1e6:.2f} million "
+          f"(head, p, lambda, token) evaluations; its tables alone {med['tables']:.1f} ms; its "
+          f"'full' window sums alone ({share:.0%} of the terms) {med['floor']:.1f} ms; its "
+          f"logarithms alone {med['logs']:.1f} ms; the kernel on 1-term windows {med['cut']:.1f} ms"
+          f"\nper evaluation, tables left out: {per_eval['kernel']:.0f} ns with the window sums, "
+          f"{per_eval['cut']:.0f} ns with 1-term windows")
     return 0
 
 
-def _work(pre, text, li, lq, lb, np, sums) -> dict:
+def _work(pre, text, li, lq, lb, np, sums, logs) -> dict:
     """One review's evaluations, window terms by regime (dead, flat, full), the kernel's time and
     the time of the 'full' window sums alone."""
     model, arr, feats = li.resolve(pre, text, True, None)
@@ -155,8 +216,26 @@ def _work(pre, text, li, lq, lb, np, sums) -> dict:
     t0 = time.perf_counter()
     sums(lengths, *buf, 3)
     floor = (time.perf_counter() - t0) / 3
-    return {"d": len(feats), "evals": int(counts.sum()), "terms": terms, "kernel": kernel,
-            "floor": floor}
+    # 2 n + 2 d logarithms per evaluation, of values near 1 as the kernel's mostly are
+    values = 1.0 + rng.random(int(counts.sum()) * (2 * n + 2 * len(feats))) * 1e-3
+    logs(values[:10], 1)
+    t0 = time.perf_counter()
+    logs(values, 3)
+    log_time = (time.perf_counter() - t0) / 3
+    t0 = time.perf_counter()
+    for _ in range(3):                         # no node p: the tables of every level, nothing else
+        lb.binomial_effects(tb, feats, np.empty(0), 1)
+    tables = (time.perf_counter() - t0) / 3
+    cut_counts = np.zeros_like(counts)
+    with _windows_cut_to_one_term(lb):
+        lb.binomial_effects(tb, feats, pw.nodes, 1, counts=cut_counts)
+        t0 = time.perf_counter()
+        for _ in range(3):
+            lb.binomial_effects(tb, feats, pw.nodes, 1)
+        cut = (time.perf_counter() - t0) / 3
+    return {"d": len(feats), "n": n, "evals": int(counts.sum()), "terms": terms, "kernel": kernel,
+            "floor": floor, "tables": tables, "logs": log_time, "cut": cut,
+            "cut_evals": int(cut_counts.sum())}
 
 
 if __name__ == "__main__":

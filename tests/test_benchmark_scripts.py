@@ -17,7 +17,7 @@ def test_deletion_cost_counts_every_window_term_once():
     mod = load_script("benchmarks/deletion_cost.py")
     pre = make_tiny(seed=5, n_heads=2, max_len=60, scale=2.0)
     text = tiny_text(50, seed=5, unknown=False)
-    w = mod._work(pre, text, li, lq, lb, np, mod._window_sums_kernel())
+    w = mod._work(pre, text, li, lq, lb, np, mod._window_sums_kernel(), mod._logs_kernel())
     model, arr, feats = li.resolve(pre, text, True, None)
     tb = li.tables(model, arr, 1)
     pw = lq.profile_weights(len(feats), 25.0, "discrete", 25)
@@ -33,4 +33,28 @@ def test_deletion_cost_counts_every_window_term_once():
     assert w["terms"].sum() == sum(counts[k, i] * length[i].sum() for k in range(tb.n_heads)
                                    for i in range(pw.nodes.size))
     assert w["terms"][1] > 0 and w["terms"][2] > 0            # both regimes occur here
-    assert w["kernel"] > 0 and w["floor"] > 0
+    assert w["kernel"] > 0 and w["floor"] > 0 and w["logs"] > 0 and w["cut"] > 0 < w["tables"]
+    assert w["n"] == n and w["cut_evals"] > 0
+
+
+def test_deletion_cost_cuts_windows_to_one_term_only_inside():
+    """The '1-term windows' timing runs the kernel on windows of length <= 1 (other words before a
+    token: one term; none: no term), and the module's own binomial_windows is back afterwards."""
+    mod = load_script("benchmarks/deletion_cost.py")
+    n_other = np.array([0, 1, 5, 40, 200], dtype=np.int64)
+    nodes = np.array([0.0, 0.3, 0.5, 1.0])
+
+    def windows():
+        lo = np.zeros((nodes.size, n_other.size), np.int64)
+        length, offset = np.zeros_like(lo), np.zeros_like(lo)
+        pmf = np.empty(nodes.size * (int(n_other.sum()) + 2 * n_other.size))
+        lb.binomial_windows(n_other, nodes, 1e-14, lo, length, offset, pmf)
+        return length
+
+    full = windows()
+    assert full.max() > 1
+    original = lb.binomial_windows
+    with mod._windows_cut_to_one_term(lb):
+        assert np.array_equal(windows(), np.minimum(full, 1))
+    assert lb.binomial_windows is original
+    assert np.array_equal(windows(), full)

@@ -45,18 +45,30 @@ answer beyond rounding:
   keep ``E`` from falling fast, and about 12 % of the (node, lambda) pairs are skipped. Tested
   against the untruncated rule (``tail=0``).
 
-**Where the time goes** (``python benchmarks/deletion_cost.py``, which prints these shares and
-times on 255-token reviews of the trained model): a few thousand (head, node ``p``, level
-``lambda``) evaluations of every token, whose windows hold tens of millions of terms (four sums
-each). About three quarters of the terms are *flat* (``lambda e_t`` times the spread of ``e^b``
-over the window below 0.02: an expansion in ``lambda`` would do), a quarter *full* (the terms
-differ by factors of order one), almost none *dead* (all below ``e^-40``). The full sums alone,
-in a loop that does nothing else, take about a tenth of the kernel's time; the rest is the flat
-sums, the ``exp(-lambda G)`` tables, two logarithms per evaluated token and the per-token
-algebra around them. So no single part keeps deletion with repeated words above 10 ms per
-review: getting there would mean shrinking all of them several-fold (interpolating the flat
-levels in ``lambda`` instead of summing their windows, series for the logarithms near 1, tables
-per word rather than per token). Not done.
+**Where the time goes** (``python benchmarks/deletion_cost.py``, which measures each part on
+255-token reviews of the trained model, one thread): about a million (head, node ``p``, level
+``lambda``, token) evaluations per review (3,600 to 3,900 (head, node, level) triples of 255
+tokens) take about 48 ms, i.e. about 47 ns per evaluation once the tables are left out. The
+parts: building every level's ``exp(-lambda G)`` tables, about 3 ms; the window sums, about 6 ns
+of the 47 (the same kernel on windows cut to one term takes 41 ns per evaluation), although the
+windows hold about 46 million terms, three quarters of them *flat* (``lambda e_t`` times the
+spread of ``e^b`` over the window below 0.02), a quarter *full* (the terms differ by factors of
+order one), almost none *dead* (all below ``e^-40``); the ``2 n + 2 d`` logarithms per (head,
+node, level) alone, about 9 ms; the rest of the per-token and per-word algebra (divisions, the
+gathers by word, two exponentials per word), the other 30 ms or so.
+
+**Why not 10 ms per review.** Measured alone, the tables, the window sums and the logarithms
+already take about 18 ms. Without the logarithms (products carried with a separate exponent)
+and with every other piece of per-token algebra vectorised, the tables and the sums (about 9 ms)
+would leave about 1 ns per evaluation, a few cycles, for its five or so divisions: no
+rearrangement of this computation reaches 10 ms, only fewer evaluations. The rule in ``p``
+needs its 25 nodes for a relative error of a few 1e-4 (below), and every token has its own
+position law. The rule in ``lambda`` is a trapezoid in ``log lambda`` whose nodes double (which is
+what makes each level's tables a product away from the previous level's), 20 to 35 levels per
+head on these reviews; a rule fitted to ``1/N`` over its range might need fewer (not tried: its
+nodes would not double, and every table entry would then cost an exponential). The cheaper
+deletion approximations are less accurate on the trained model (chapter 6, against LIME over
+the test set: the chain over tokens and the mean positions).
 
 The rule in ``p`` sets the accuracy here, not the rule in ``lambda``: the windows move with
 ``p``, so the effects vary on the scale ``sqrt(p (1 - p) / n_t)`` and 25 Chebyshev nodes leave a
