@@ -58,17 +58,20 @@ node, level) alone, about 9 ms; the rest of the per-token and per-word algebra (
 gathers by word, two exponentials per word), the other 30 ms or so.
 
 **Why not 10 ms per review.** Measured alone, the tables, the window sums and the logarithms
-already take about 18 ms. Without the logarithms (products carried with a separate exponent)
-and with every other piece of per-token algebra vectorised, the tables and the sums (about 9 ms)
-would leave about 1 ns per evaluation, a few cycles, for its five or so divisions: no
-rearrangement of this computation reaches 10 ms, only fewer evaluations. The rule in ``p``
-needs its 25 nodes for a relative error of a few 1e-4 (below), and every token has its own
-position law. The rule in ``lambda`` is a trapezoid in ``log lambda`` whose nodes double (which is
-what makes each level's tables a product away from the previous level's), 20 to 35 levels per
-head on these reviews; a rule fitted to ``1/N`` over its range might need fewer (not tried: its
-nodes would not double, and every table entry would then cost an exponential). The cheaper
-deletion approximations are less accurate on the trained model (chapter 6, against LIME over
-the test set: the chain over tokens and the mean positions).
+already take about 18 ms. The logarithms could go (products carried with a separate exponent), but
+the tables and the sums (about 9 ms) would still leave about 1 ms for everything else: about 1 ns,
+a few cycles, per evaluation for the rest of its arithmetic (a few divisions, a dozen products,
+the gathers by word), which would all have to be vectorised across tokens. This is an estimate
+from the measured parts, not a proof, but it leaves no margin: the way to 10 ms is fewer
+evaluations. The rule in ``p`` needs its 25 nodes for a relative error of a few 1e-4 (below), and
+every token has its own position law. The rule in ``lambda`` is a trapezoid in ``log lambda``
+whose nodes double (which is what makes each level's tables a product away from the previous
+level's), 20 to 35 levels per head on these reviews; a rule fitted to ``1/N`` over its range might
+need fewer (not tried: its nodes would not double, and every table entry would then cost an
+exponential). The other deletion approximations, the chain over tokens and the mean positions, are
+cheaper but not under 10 ms either (about 16 and 15 ms on these reviews, ``python
+benchmarks/bench_lime_limit.py --approximations``), and they are less accurate on the trained
+model (chapter 6, against LIME over the test set).
 
 The rule in ``p`` sets the accuracy here, not the rule in ``lambda``: the windows move with
 ``p``, so the effects vary on the scale ``sqrt(p (1 - p) / n_t)`` and 25 Chebyshev nodes leave a
