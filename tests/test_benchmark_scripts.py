@@ -33,7 +33,7 @@ def test_deletion_cost_counts_every_window_term_once():
     assert w["terms"].sum() == sum(counts[k, i] * length[i].sum() for k in range(tb.n_heads)
                                    for i in range(pw.nodes.size))
     assert w["terms"][1] > 0 and w["terms"][2] > 0            # both regimes occur here
-    assert w["kernel"] > 0 and w["floor"] > 0 and w["logs"] > 0 and w["cut"] > 0 < w["tables"]
+    assert w["kernel"] > 0 and w["floor"] > 0 and w["logs"] > 0 and w["cut"] > 0 and w["tables"] > 0
     assert w["n"] == n and w["cut_evals"] > 0
 
 

@@ -203,8 +203,8 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     ``jobs``: local worker processes (``-1``: one per core); ``scheduler``: a Dask scheduler's
     address (``tcp://host:8786``) or scheduler file, instead; ``device``: where the workers put
     the study's model (``cpu``; ``cuda`` where torch sees a GPU: the generic LIME path and any
-    batched prediction then run there); ``command``: the command line that started the run
-    (``sys.argv``; the ``attnxai`` commands pass theirs), for the folder's run log.
+    batched prediction then run there); ``command``: the command line that started the run,
+    for the folder's run log (the ``attnxai`` commands pass theirs; ``None``: none recorded).
 
     Every finished run appends one line to the folder's run log (``_runs.jsonl``,
     :func:`~attnxai.experiment.store.log_run`): the command, the code (git commit, and whether

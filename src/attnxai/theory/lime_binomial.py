@@ -46,16 +46,15 @@ answer beyond rounding:
   against the untruncated rule (``tail=0``).
 
 **Where the time goes** (``python benchmarks/deletion_cost.py``, which measures each part on
-255-token reviews of the trained model, one thread): about a million (head, node ``p``, level
-``lambda``, token) evaluations per review (3,600 to 3,900 (head, node, level) triples of 255
-tokens) take about 48 ms, i.e. about 47 ns per evaluation once the tables are left out. The
-parts: building every level's ``exp(-lambda G)`` tables, about 3 ms; the window sums, about 6 ns
-of the 47 (the same kernel on windows cut to one term takes 41 ns per evaluation), although the
-windows hold about 46 million terms, three quarters of them *flat* (``lambda e_t`` times the
-spread of ``e^b`` over the window below 0.02), a quarter *full* (the terms differ by factors of
-order one), almost none *dead* (all below ``e^-40``); the ``2 n + 2 d`` logarithms per (head,
-node, level) alone, about 9 ms; the rest of the per-token and per-word algebra (divisions, the
-gathers by word, two exponentials per word), the other 30 ms or so.
+255-token reviews of the trained model, one thread): the evaluations above take about 48 ms, i.e.
+about 47 ns each once the tables are left out. The parts: building every level's
+``exp(-lambda G)`` tables, about 3 ms; the window sums, about 6 ns of the 47 (the same kernel on
+windows cut to one term takes 41 ns per evaluation), although the windows hold about 46 million
+terms, three quarters of them *flat* (``lambda e_t`` times the spread of ``e^b`` over the window
+below 0.02), a quarter *full* (the terms differ by factors of order one), almost none *dead* (all
+below ``e^-40``); the ``2 n + 2 d`` logarithms per (head, node, level) alone, about 9 ms; the rest
+of the per-token and per-word algebra (divisions, the gathers by word, two exponentials per word),
+the other 30 ms or so.
 
 **Why not 10 ms per review.** Measured alone, the tables, the window sums and the logarithms
 already take about 18 ms. The logarithms could go (products carried with a separate exponent), but
@@ -69,9 +68,9 @@ whose nodes double (which is what makes each level's tables a product away from 
 level's), 20 to 35 levels per head on these reviews; a rule fitted to ``1/N`` over its range might
 need fewer (not tried: its nodes would not double, and every table entry would then cost an
 exponential). The other deletion approximations, the chain over tokens and the mean positions, are
-cheaper but not under 10 ms either (about 16 and 15 ms on these reviews, ``python
-benchmarks/bench_lime_limit.py --approximations``), and they are less accurate on the trained
-model (chapter 6, against LIME over the test set).
+cheaper but not under 10 ms either (about 16 and 15 ms on these reviews,
+``python benchmarks/bench_lime_limit.py --approximations``), and they are less accurate on the
+trained model (chapter 6, against LIME over the test set).
 
 The rule in ``p`` sets the accuracy here, not the rule in ``lambda``: the windows move with
 ``p``, so the effects vary on the scale ``sqrt(p (1 - p) / n_t)`` and 25 Chebyshev nodes leave a
