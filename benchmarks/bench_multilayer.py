@@ -56,10 +56,11 @@ def _train_rate(model, batches, labels, autocast: bool, seconds: float) -> float
 
 
 def main(argv: list[str] | None = None) -> int:
-    from attnxai import fastlime, load_imdb
-    from attnxai.checkpoint import Pretrained, pretrained
+    from attnxai import Pretrained, fastlime, load_imdb, pretrained
+    from attnxai.interface import predict
+    from attnxai.profiles import get_config
     from attnxai.text import Vocab, normalize_for_lime
-    from attnxai.train import bucketed_batches, build_model, encode_reviews, get_config, predict
+    from attnxai.train import bucketed_batches, build_model, encode_reviews
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", default="multilayer")
@@ -138,11 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     with pd.option_context("display.width", 140, "display.max_columns", 10):
         print(df.round(4).to_string(index=False))
     if args.csv:
-        from attnxai.train import source_state
+        from attnxai.provenance import code_label
 
-        src = source_state()
         header = [f"# command: python {' '.join(sys.argv)}",
-                  f"# code: {src['commit']}{' (with uncommitted changes!)' if src['dirty'] else ''}",
+                  f"# code: {code_label()}",
                   f"# model: {source}; profile {cfg.profile}; torch {torch.__version__}",
                   f"# load average before {before:.2f}, after {after:.2f}; written "
                   f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}"]

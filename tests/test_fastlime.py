@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 import attnxai
 from attnxai import fastlime as L
-from attnxai.checkpoint import Pretrained
+from attnxai.textmodel import Pretrained
 from attnxai.fastlime import kernels
 from attnxai.fastlime.problem import Problem
 from attnxai.model import AttentionClassifier

@@ -34,8 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnxai.experiment import (approximation_names, code_label, load_results, runs_header,
+from attnxai.experiment import (approximation_names, load_results, runs_header,
                                 summarize, write_summary)
+from attnxai.provenance import code_label
 
 HERE = Path(__file__).resolve().parent
 #: Approximations whose Spearman correlations are summarised.

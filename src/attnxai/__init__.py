@@ -31,11 +31,13 @@ on it unchanged; the single-layer model also has float64 projections
 (:class:`attnxai.network.Projections`) that the fast LIME and the closed forms evaluate.
 """
 
-from .checkpoint import Pretrained, load, pretrained, save
+from .checkpoint import load, save
 from .data import load_imdb
 from .interface import ClassifierBase
 from .model import AttentionClassifier, Internals
 from .text import Vocab, normalize_for_lime, tokenize
+from .textmodel import Pretrained
+from .trained import pretrained
 
 __version__ = "0.2.0"
 __all__ = ["AttentionClassifier", "ClassifierBase", "Internals", "Pretrained", "Vocab", "load",

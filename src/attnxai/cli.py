@@ -31,7 +31,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
 
 
 def _train_run(args: argparse.Namespace) -> int:
-    from .checkpoint import pretrained
+    from .trained import pretrained
 
     pre = pretrained(args.profile, archive=args.archive, device=args.device)
     m = pre.metrics
@@ -56,7 +56,8 @@ def _info_args(p: argparse.ArgumentParser) -> None:
 
 def _info_run(args: argparse.Namespace) -> int:
     """Offline: finds the cached model (or loads --path), verifies it, prints its metrics."""
-    from .checkpoint import MANIFEST, load, pretrained
+    from .checkpoint import MANIFEST, load
+    from .trained import pretrained
 
     if args.path is not None:
         pre = load(args.path)

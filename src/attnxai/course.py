@@ -47,7 +47,7 @@ def start(*, verbose: bool = True) -> str:
     if needed (about a minute on two cores).
     """
     from . import __version__
-    from .checkpoint import pretrained
+    from .trained import pretrained
     from .data import cache_dir
 
     explicit = os.environ.get(ENV_PROFILE)

@@ -16,7 +16,7 @@ adds a layer axis after the batch one). :func:`rollout` is attention rollout (Ab
 :func:`attnxai.fastlime.explain`; :func:`explain_text` puts all seven side by side for a string.
 
 Shapes and alignment. ``ids`` is a (B, T0) integer tensor whose column 0 is ``[CLS]`` (as
-:meth:`~attnxai.checkpoint.Pretrained.encode` makes it). Scores are aligned with the ids *after
+:meth:`~attnxai.textmodel.Pretrained.encode` makes it). Scores are aligned with the ids *after
 the model's own padding* (:meth:`~attnxai.interface.ClassifierBase.check_ids`): ``T = T0`` with
 ``padding="mask"``, ``T = max_len`` with ``padding="unk"``. Position 0 is ``[CLS]``: it has an
 attention weight and a gradient like every token and is kept in the arrays; :func:`word_scores`
@@ -242,7 +242,7 @@ def explain_text(pre, text: str, methods: Sequence[str] | None = None, *, target
                  layer: int = 0):
     """All the explainers of Figure 1 for one string, as a :class:`pandas.DataFrame`.
 
-    ``pre`` is a :class:`~attnxai.checkpoint.Pretrained`. With ``normalize=True`` (the authors'
+    ``pre`` is a :class:`~attnxai.textmodel.Pretrained`. With ``normalize=True`` (the authors'
     preprocessing, :func:`~attnxai.text.normalize_for_lime`) the model's tokens and LIME's words
     coincide. ``methods`` defaults to :data:`METHODS`. LIME runs :func:`attnxai.fastlime.explain`
     with lime's defaults (5,000 samples, width 25, ``bow=True``) and ``random_state=0`` unless

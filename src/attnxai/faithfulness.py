@@ -74,7 +74,7 @@ import numpy as np
 import torch
 
 from . import explainers, fastlime, validate
-from .checkpoint import Pretrained
+from .textmodel import Pretrained
 from .interface import ClassifierBase
 from .model import AttentionClassifier
 from .text import normalize_for_lime, tokenize
@@ -358,7 +358,7 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
              batch_size: int = 512) -> Faithfulness:
     """Every faithfulness metric of every explanation in ``scores`` on one document.
 
-    ``model``: a :class:`~attnxai.checkpoint.Pretrained` or a classifier; ``ids``: the document
+    ``model``: a :class:`~attnxai.textmodel.Pretrained` or a classifier; ``ids``: the document
     (``[CLS]`` first, e.g. ``pre.vocab.encode(text)``); ``scores``: name -> one score per word
     position (``n`` = len(ids) - 1; see the module docstring for word-level explainers). For each
     perturbation the model is called once on every distinct perturbed document (module

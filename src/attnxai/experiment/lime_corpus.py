@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import validate
+from ..files import atomic_write
 from ..fastlime import check_mask_string, explain_repeats
 from ..theory.approximations import APPROXIMATIONS, Approximation
 from ..threads import single_threaded
@@ -336,8 +337,6 @@ class LimeCorpus(Study):
     def finish(self, out: Path, jobs: int, client: Any, progress: bool) -> int:
         """Add the columns of approximations missing from finished parts (rows keep their LIME
         numbers; only the approximations run)."""
-        import os
-
         import pandas as pd
         import pyarrow.parquet as pq
         from tqdm.auto import tqdm
@@ -368,9 +367,7 @@ class LimeCorpus(Study):
         for cols in parallel(task, chunks, jobs, client):
             part = where[(cols[0]["test_index"], cols[0]["bow"])]
             merged = frames[part].merge(pd.DataFrame(cols), on=["test_index", "bow"], how="left")
-            tmp = part.with_name(f".tmp-{part.name}")
-            merged.to_parquet(tmp, index=False)
-            os.replace(tmp, part)
+            atomic_write(part, lambda tmp: merged.to_parquet(tmp, index=False))
             bar.update(len(cols))
         bar.close()
         return total

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from .. import validate
-from ..checkpoint import Pretrained
+from ..textmodel import Pretrained
 from .kernels import backend_status
 from .problem import (PATHS, Problem, check_mask_string, fast_path_reason, is_normalized,
                       lime_features)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checkpoint import Pretrained
+from ..textmodel import Pretrained
 from .lime_attention import lime_limits_heads, lime_paper, text_inputs
 from .lime_text import DEFAULT_KERNEL_WIDTH
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import validate
-from ..checkpoint import Pretrained
+from ..textmodel import Pretrained
 from ..model import AttentionClassifier
 from .lime_chain import chain_gammas, solve_sigma
 from .lime_formula import lime_paper

@@ -84,8 +84,9 @@ import math
 
 import numpy as np
 
+from ..native import REASSOCIATE, jit
 from .lime_inputs import Tables, token_layout
-from .lime_kernels import _FAST, _jit, _table_entry, arena
+from .lime_kernels import _table_entry, arena
 from .lime_quadrature import lambda_rule_doubling
 
 __all__ = ["TAIL", "binomial_delete", "binomial_effects", "binomial_windows"]
@@ -137,7 +138,7 @@ def binomial_effects(tb: Tables, feats: list[np.ndarray], nodes: np.ndarray, ksu
     return delta, phi
 
 
-@_jit()
+@jit()
 def binomial_windows(n_other, nodes, tol, lo, length, offset, pmf):
     """The law ``Binomial(n_other[t] - 1, nodes[i])`` of the kept tokens of other words before
     token ``t`` but one, on its window of mass ``>= 1 - tol``-ish (terms below ``tol`` times the
@@ -196,7 +197,7 @@ def binomial_windows(n_other, nodes, tol, lo, length, offset, pmf):
     return pos
 
 
-@_jit(_FAST)
+@jit(REASSOCIATE)
 def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes, wlo, wlen,
                      woff, pmf, lam, wts, ksub, delta, phi, X, ET, EHT, logE, rat, dE0, dE1,
                      rz0, rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1, ob0, ob1, alive,

@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..native import jit
 from ..threads import one_blas_thread
 from .lime_binomial import binomial_effects
 from .lime_chain import chain_profile, replace_terms
 from .lime_inputs import Tables, token_layout
-from .lime_kernels import _jit, bernoulli_sums
+from .lime_kernels import bernoulli_sums
 from .lime_quadrature import ProfileWeights, lambda_rule_profile
 from .lime_text import RemovalLaw
 
@@ -66,7 +67,7 @@ def _feature_sums(values: np.ndarray, owner: np.ndarray, d: int) -> np.ndarray:
     return np.bincount(owner, values, d)
 
 
-@_jit()
+@jit()
 def _binomial_means(eb, ebr, base, n_other, p, EB, EBR):
     """``EB[k, t] = E[eb[k, base[t] + B]]`` and ``EBR[k, t]`` likewise for every head ``k``,
     ``B ~ Binomial(n_other[t], p)`` (rows of Pascal's triangle in probability, built once up to

@@ -1,4 +1,4 @@
-"""Compiled loops of the LIME closed forms (numba ``@njit(cache=True)``; plain Python without
+"""Compiled loops of the LIME closed forms (:func:`attnxai.native.jit`; plain Python without
 numba, same numbers, much slower).
 
 Three loops cannot be vectorised with numpy without tables of size ``T^2 x (lambda nodes)``:
@@ -12,8 +12,9 @@ Three loops cannot be vectorised with numpy without tables of size ``T^2 x (lamb
 
 **Reproducibility.** Every sum is a loop in a fixed order (no BLAS, no threads), so a call
 returns the same bits every time in a process and across processes on one machine. The loops are
-compiled with ``fastmath={"reassoc", "contract", "nsz", "arcp"}`` (never ``nnan``/``ninf``), which
-lets LLVM vectorise the reductions: the order it picks is fixed at compile time. The kernels are
+compiled with ``fastmath=REASSOCIATE`` (``reassoc``, ``contract``, ``nsz``, ``arcp``; never
+``nnan``/``ninf``), which lets LLVM vectorise the reductions: the order it picks is fixed at
+compile time. The kernels are
 called from Python, never from another compiled function: a compiled loop that called the
 binomial kernel ran code with other rounding when numba loaded it from its cache than when it had
 just compiled it (1e-16), so a rerun on a warm cache did not reproduce a fresh one
@@ -38,29 +39,12 @@ import math
 
 import numpy as np
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; the loops still run, slowly
-    numba = None
+from ..native import REASSOCIATE, jit
 
 __all__ = ["aligned", "aligned_empty", "arena", "bernoulli_sums", "chain_delete",
            "chain_replace", "fold_profile"]
 
-_FAST = {"reassoc", "contract", "nsz", "arcp"}
-
-
-def _jit(fastmath=False):
-    def deco(fn):
-        if numba is None:
-            return fn
-        try:
-            return numba.njit(cache=True, fastmath=fastmath)(fn)
-        except RuntimeError:   # no writable cache location: compile per process
-            return numba.njit(fastmath=fastmath)(fn)
-    return deco
-
-
-@_jit()
+@jit()
 def _one_minus_exp(x):
     """``1 - exp(-x)`` for ``x >= 0`` to full relative precision."""
     if x < 1e-3:
@@ -68,7 +52,7 @@ def _one_minus_exp(x):
     return -math.expm1(-x)
 
 
-@_jit()
+@jit()
 def _table_entry(x):
     """The doubling table's entry for ``exp(-x)``: ``W = 1 - exp(-x) >= 0`` while
     ``exp(-x) > 1/2``, else ``-exp(-x)`` (at most ``-1e-300``, never ``-0.0``, which would read
@@ -78,7 +62,7 @@ def _table_entry(x):
     return -max(math.exp(-x), 1e-300)
 
 
-@_jit(_FAST)
+@jit(REASSOCIATE)
 def _chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off, X, A, AM, beta, betaM):
     """Deletion: the chain over the tokens whose state is the number ``c`` of tokens kept so far.
 
@@ -205,7 +189,7 @@ def _chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off, X, A, 
             on[t] += w * acc
 
 
-@_jit(_FAST)
+@jit(REASSOCIATE)
 def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta, betaM, EK, ER):
     """Replacement: the chain over the features (positions do not move), state ``c`` = features
     kept so far. Feature ``t`` adds ``(gk, hk)[t-1]`` to (denominator, numerator) when kept and
@@ -288,7 +272,7 @@ def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta,
                 off[t] += w * acc_off
 
 
-@_jit(_FAST)
+@jit(REASSOCIATE)
 def _bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi, KE, KH, RE, RH, inv,
                     rat, Lv):
     """Independent removal (every feature kept with probability p, features independent): at
@@ -346,7 +330,7 @@ def _bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi, KE, KH,
                     delta[i, j] += w * q * ((KE[j] - RE[j]) * s + (KH[j] - RH[j]))
 
 
-@_jit()
+@jit()
 def fold_profile(delta, phi, U, V, out):
     """``out[k, j] = sum_i U[i] (delta[k, i, j] - mean_j delta[k, i, :]) + sum_i V[i] phi[k, i] / d``
     (the profile form of LIME's limit, :func:`attnxai.theory.lime_text.beta_from_effects`, with
