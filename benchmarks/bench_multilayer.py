@@ -10,8 +10,8 @@ cached model's if it is trained, else freshly initialised: speed does not depend
   autocast;
 * **inference**: reviews per second of ``predict`` (``torch.no_grad``, batches of 256 sorted by
   length) on 1,024 reviews, float32 weights and bfloat16 weights;
-* **LIME**: seconds per review of :func:`attnxai.fastlime.explain` (lime's generic path, 5,000
-  samples, ``bow=True``) on reviews of about 60, 130 and 255 tokens, float32 and bfloat16,
+* **LIME**: seconds per review of :func:`attnxai.fastlime.explain_instance` (lime's generic path,
+  5,000 samples, ``bow=True``) on reviews of about 60, 130 and 255 tokens, float32 and bfloat16,
   with the relative error and correlation of the bfloat16 coefficients against float32;
 
 each with 1 and 2 torch threads. Prints a table and writes it as CSV (with ``#`` header lines:
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 m = model32 if prec == "fp32" else copy.deepcopy(model32).to(torch.bfloat16)
                 lp = Pretrained(m, pre.vocab, pre.config, pre.metrics, None)
                 t0 = time.perf_counter()
-                res = fastlime.explain(lp, text, num_samples=5000, random_state=0)
+                res = fastlime.explain_instance(lp, text, num_samples=5000, random_state=0)
                 sec = time.perf_counter() - t0
                 coefs[prec] = np.asarray(res.coef)
                 row = {"what": f"LIME, {len(text.split())} tokens", "precision": prec,

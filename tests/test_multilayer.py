@@ -177,7 +177,7 @@ def test_lime_generic_path_is_lime():
 
     pre = tiny_ml_pretrained(n_layers=2)
     text = tiny_text(20, seed=3)
-    res = fastlime.explain(pre, text, num_samples=300, random_state=7)
+    res = fastlime.explain_instance(pre, text, num_samples=300, random_state=7)
     assert res.path == "generic"
     exp = LimeTextExplainer(mask_string="UNK", random_state=7).explain_instance(
         text, pre.predict_logits, labels=(1,), num_features=len(res.words), num_samples=300)
@@ -193,7 +193,7 @@ def test_layer_lime_row():
     text = tiny_text(25, seed=1)
     row = layer_lime_row(pre, text, seed=5, num_samples=200)
     assert len(row["corr_layers"]) == 3 and row["n_words"] == len(row["words"])
-    res = fastlime.explain(pre, text, num_samples=200, random_state=5)
+    res = fastlime.explain_instance(pre, text, num_samples=200, random_state=5)
     assert np.allclose(row["lime_coef"], res.coef)
     ids = pre.encode(text)
     a = explainers.attention(pre.model, ids, layer=1)[0]

@@ -3,13 +3,13 @@
     python -m attnxai lime-experiment --profile paper --reviews 25000 --repeats 5 --bow both \\
         --num-samples 5000 --kernel-width 25 --out results/lime_paper --jobs 2
 
-**What is computed.** The test reviews are taken in a fixed random order (:func:`review_order`:
-a permutation of the 25,000 test reviews drawn with ``ORDER_SEED``, so the first ``N`` are a random
+**What is computed.** The test reviews are taken in a fixed random order (:func:`review_order`: a
+permutation of the 25,000 test reviews drawn with ``ORDER_SEED``, so the first ``N`` are a random
 sample and a larger run extends a smaller one), each normalised with
 :func:`attnxai.normalize_for_lime` (the authors' preprocessing). For every review and ``bow``
-setting, :func:`attnxai.fastlime.explain` runs ``repeats`` times (seed of repeat ``r`` of the test
-review with index ``i`` in ``load_imdb().test``: :func:`lime_seed` = ``1000 * i + r``, the same for
-both ``bow`` settings), and every approximation of :data:`attnxai.theory.APPROXIMATIONS` is
+setting, :func:`attnxai.fastlime.explain_instance` runs ``repeats`` times (seed of repeat ``r`` of
+the test review with index ``i`` in ``load_imdb().test``: :func:`lime_seed` = ``1000 * i + r``, the
+same for both ``bow`` settings), and every approximation of :data:`attnxai.theory.APPROXIMATIONS` is
 compared with the mean of the repeats: norm-2 error, relative error (divided by the norm of the
 mean) and Spearman correlation. lime's own run-to-run spread is recorded next to them (mean norm-2
 distance of the repeats to their mean), since no approximation can be expected to agree with lime
@@ -18,7 +18,7 @@ better than lime agrees with itself.
 **Output.** A folder of parquet parts and ``_meta.json`` (:mod:`~attnxai.experiment.store`). One
 row per (review, bow): see :data:`COLUMNS`; per approximation ``name``: ``name__coef``,
 ``name__err2``, ``name__relerr``, ``name__spearman`` (and ``name__error``, the message if it
-raised). :func:`attnxai.experiment.load_results` reads the folder, :func:`summarize` gives the
+raised). :func:`attnxai.experiment.load_results` reads the folder, :func:`lime_summary` gives the
 error table. Approximations added to the comparison after rows were written are computed for those
 rows on the next run (their LIME numbers are kept).
 """
@@ -45,7 +45,7 @@ from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "approximation_columns",
            "approximation_names", "full_length_reviews", "lime_row", "lime_seed",
-           "ordered_reviews", "review_order", "review_text", "summarize"]
+           "lime_summary", "ordered_reviews", "review_order", "review_text"]
 
 #: Seed of the permutation that orders the test reviews (the paper's arXiv number, 2402.03485).
 ORDER_SEED = 240203485
@@ -385,7 +385,7 @@ def approximation_names(df: "pd.DataFrame") -> list[str]:  # noqa: F821
     return sorted({c[: -len("__err2")] for c in df.columns if c.endswith("__err2")})
 
 
-def summarize(df: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+def lime_summary(df: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
     """The error table: per (approximation, bow), mean and std over the reviews of the norm-2
     error against the mean LIME coefficients, the relative error and the Spearman correlation,
     plus lime's own run-to-run spread as the row ``lime (repeat vs mean)``."""
