@@ -218,8 +218,9 @@ def test_doubling_table_matches_exp():
         outs = []
         for ksub in (1, rule.lam.size):
             on, off = np.zeros(21), np.zeros(21)
-            lk.chain_delete(tm["ea"], tm["cw"], tm["eb"], tm["ebr"], tm["h0"], om, -1.0,
-                            rule.lam, rule.with_offset(tm["g0"]), ksub, on, off)
+            lk.chain_delete(lk.DeleteTerms(tm["ea"], tm["cw"], tm["eb"], tm["ebr"], tm["h0"]),
+                            lk.ChainLaw(om, -1.0, rule.lam, rule.with_offset(tm["g0"]), ksub),
+                            on, off)
             outs.append(on)
         np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, atol=1e-15)
 

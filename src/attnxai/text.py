@@ -69,7 +69,7 @@ def normalize_for_lime(text: str, max_tokens: int = 255) -> str:
     re-joined with single spaces.
 
     On the result, lime's words (it splits on ``\\W+``) and the model's tokens coincide, which is
-    what makes the fast LIME paths of :mod:`attnxai.lime` possible. Non-ASCII letters count as
+    what makes the fast LIME paths of :mod:`attnxai.fastlime` possible. Non-ASCII letters count as
     non-alphanumeric here (``café`` -> ``caf``), as in an ASCII regular expression.
     """
     tokens = tokenize(_NON_ALNUM.sub(" ", text))
