@@ -17,7 +17,8 @@ new code::
 Shapes: ``B`` documents, ``T`` tokens (``[CLS]`` at position 0 and nowhere else), ``L`` layers,
 ``K`` heads per layer, ``C`` classes. The base class provides the rest: :meth:`check_ids` (the one
 validator of token ids), :meth:`collate` (padding), :meth:`pad_mask`, :meth:`embed`
-(``W_e[x_t] + p_t``) and ``forward(ids)``.
+(``W_e[x_t] + p_t``) and ``forward(ids)``; :func:`predict` runs any of them on id lists in
+batches.
 
 Padding. ``padding="mask"``: positions holding ``pad_id`` get no attention (the network equals the
 paper's formula on the unpadded document and logits do not depend on the batch). ``padding="unk"``:
