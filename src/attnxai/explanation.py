@@ -294,6 +294,14 @@ def _resolve(names: list[str], given: dict[str, dict[str, Any]], seed: int) -> d
 
 
 # ---------------------------------------------------------------------- explaining
+def _progress_bar(total: int):
+    """A progress bar over the groups of methods (imported only when asked: in a notebook without
+    ipywidgets, ``tqdm.auto`` warns at import)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="explain", unit="step", leave=False)
+
+
 def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = None, *,
             target: int | str = 1, seed: int = DEFAULT_SEED,
             settings: Mapping[str, Any] | None = None, progress: bool = False) -> Explanation:
@@ -312,8 +320,6 @@ def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = 
     settings, and two different values of a shared setting; ``TypeError`` for arguments of the
     wrong type.
     """
-    from tqdm.auto import tqdm
-
     if isinstance(model, str):
         from .trained import pretrained
 
@@ -325,16 +331,18 @@ def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = 
     values: dict[str, np.ndarray] = {}
     seconds: dict[str, float] = {}
     groups = list(dict.fromkeys(METHODS[m].group for m in names))
-    bar = tqdm(total=len(groups), desc="explain", unit="step", disable=not progress, leave=False)
+    bar = _progress_bar(len(groups)) if progress else None
     for group in groups:
-        bar.set_postfix_str(group)
         t0 = time.perf_counter()
         for m in names:
             if METHODS[m].group == group:
                 values[m] = METHODS[m].compute(doc, resolved[m])
         seconds[group] = time.perf_counter() - t0
-        bar.update(1)
-    bar.close()
+        if bar is not None:
+            bar.set_postfix_str(group)
+            bar.update(1)
+    if bar is not None:
+        bar.close()
     token_scores, word_scores = {}, {}
     for m in names:
         if METHODS[m].level_for(resolved[m]) == "token":
