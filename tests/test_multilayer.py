@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from attnxai import Pretrained, Vocab, explainers, fastlime
+from attnxai.words import Words
 from attnxai.model import AttentionClassifier
 from attnxai.multilayer import MultiLayerClassifier
 
@@ -197,8 +198,8 @@ def test_layer_lime_row():
     assert np.allclose(row["lime_coef"], res.coef)
     ids = pre.encode(text)
     a = explainers.attention(pre.model, ids, layer=1)[0]
-    words = ["[CLS]"] + text.split(" ")
-    per_word = explainers.word_scores(words, a)
+    layout = Words.of(text.split(" "))
+    per_word = dict(zip(layout.words, layout.to_words(a[1:])))
     x = np.array([per_word[w] for w in res.words])
     assert np.allclose(row["alpha_words"][1], x)
     assert row["corr_layers"][1] == pytest.approx(_pearson(x, np.abs(res.coef)))

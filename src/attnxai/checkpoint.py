@@ -204,7 +204,10 @@ def _read_files(path: Path) -> dict[str, bytes]:
                 replaced = True
         finally:
             os.close(dfd)
-        if not replaced or all(n in out for n in _FILES):
+        # a replaced folder is being deleted: a file may be missing from it (the manifest too,
+        # which would read as a legacy folder), so it counts only if nothing is missing; every
+        # save writes a manifest, so the folder that replaced it has one
+        if not replaced or all(n in out for n in names):
             return out
         time.sleep(0.01 * (attempt + 1))
     raise CheckpointError(f"{path} kept being replaced while it was read ({_READ_ATTEMPTS} "

@@ -165,8 +165,9 @@ class Vocab:
         return [self.itos[int(i)] for i in ids if not (skip_pad and int(i) == self.pad_id)]
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.itos[len(SPECIALS):], ensure_ascii=False),
-                              encoding="utf-8")
+        from .files import atomic_write
+
+        atomic_write(Path(path), json.dumps(self.itos[len(SPECIALS):], ensure_ascii=False))
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":
