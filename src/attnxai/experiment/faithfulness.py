@@ -225,6 +225,8 @@ class FaithfulnessStudy(Study):
                 "ties": "stable sort: earlier position first",
                 "words_to_positions": "every occurrence gets its word's coefficient",
                 "num_samples": self.num_samples, "kernel_width": self.kernel_width,
+                # these descriptions are compared when a results folder resumes: kept as the
+                # existing folders recorded them (fastlime.explain is now explain_instance)
                 "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index, "
                         "logit = the explained class",
                 "limit": "theory.lime_limit(pre, text, bow=True), default settings",
