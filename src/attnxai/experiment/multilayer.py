@@ -188,7 +188,7 @@ class LayerLime(Study):
                 "num_samples": self.num_samples, "kernel_width": self.kernel_width,
                 "bow": True, "mask_string": "UNK", "target": 1,
                 # these descriptions are compared when a results folder resumes: kept as the
-                # existing folders recorded them (fastlime.explain is now explain_instance)
+                # existing folders recorded them (fastlime.explain_instance is now explain_instance)
                 "lime": "fastlime.explain (fast path on the single-layer model, lime's generic "
                         "path through Pretrained.predict_logits otherwise), "
                         "random_state = 1000 * test_index",
