@@ -92,7 +92,9 @@ def replace_terms(tb: Tables, feats: list[np.ndarray], k: int) -> dict:
     pos = np.arange(T)
     s_tok = tb.a_tok[k] + tb.b[k, pos]
     s_unk = tb.a_unk[k] + tb.b[k, pos]
-    shift = max(s_tok.max(), s_unk.max())
+    # (position 0 holds [CLS], never UNK: its UNK score must not set the scale, or every real
+    # term could underflow against it)
+    shift = max(s_tok.max(), s_unk[1:].max(initial=-np.inf))
     G, Gu = np.exp(s_tok - shift), np.exp(s_unk - shift)
     H, Hu = G * (tb.c_tok[k] + tb.r[k, pos]), Gu * (tb.c_unk[k] + tb.r[k, pos])
     g0, h0 = float(G[0]), float(H[0])
