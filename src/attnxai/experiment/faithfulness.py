@@ -17,9 +17,9 @@ rules, with ``p`` = the probability of the explained class; and the pairwise Ken
 methods (signed and absolute scores). Both tie orders of :data:`attnxai.faithfulness.TIES` are
 recorded in the same run: the default (``"position"``, the earlier of tied positions first) for
 every number, and ferret's (``"ferret"``, the later first) for the AOPC measures and the curves'
-areas, evaluated again only for the methods whose scores tie (LIME and its limit give every
-occurrence of a word its word's score) and copied for the others, whose rankings do not depend
-on the tie order.
+areas, evaluated again only for the methods whose scores tie (the word-level ones, LIME, its limit
+and the deletion game values, give every occurrence of a word its word's score) and copied for
+the others, whose rankings do not depend on the tie order.
 
 **Output.** A results folder (parquet parts and ``_meta.json``, :mod:`~attnxai.experiment.store`),
 one row per review: see :data:`COLUMNS`, then ``{method}__{perturbation}__{selection}__{metric}``
