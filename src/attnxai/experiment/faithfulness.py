@@ -1,5 +1,6 @@
-"""The faithfulness study: the paper's seven explainers, LIME's closed-form limit and a random
-baseline, scored by every metric of :mod:`attnxai.faithfulness` on test reviews (chapter 7).
+"""The faithfulness study: the paper's seven explainers, LIME's closed-form limit, the Shapley and
+Banzhaf values and Integrated Gradients (chapter 9) and a random baseline, scored by every metric
+of :mod:`attnxai.faithfulness` on test reviews (chapter 7).
 
     python -m attnxai faithfulness --profile paper --reviews 1000 --out results/faithfulness --jobs 2
 
@@ -45,7 +46,7 @@ from .. import validate
 from ..explanation import Explanation, explain
 from ..faithfulness import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
                             SELECTIONS, TIES, agreement, evaluate)
-from ..registry import ALL_METHODS
+from ..registry import ALL_METHODS, GAME_METHODS
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
@@ -250,6 +251,10 @@ class FaithfulnessStudy(Study):
                 "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index, "
                         "logit = the explained class",
                 "limit": "theory.lime_limit(pre, text, bow=True), default settings",
+                **({"game values": "theory.shapley, theory.banzhaf (bow=True: delete, "
+                                   "bow=False: replace), theory.integrated_gradients: default "
+                                   "settings"}
+                   if set(self.methods) & set(GAME_METHODS) else {}),
                 "random": "numpy default_rng(test_index).standard_normal(n)",
                 "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
                 "backend": self.backend}
