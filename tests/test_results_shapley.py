@@ -144,6 +144,8 @@ def test_shapley_banzhaf_lime_weigh_one_curve(spec, bow, uniform, nu, data):
     if uniform:
         phi = sv.shapley(model, ids, bow=False)
         assert relative(phi, bz, scale) < 1e-9 and relative(lime, phi, scale) < 1e-8
+        ig = ig_theorem.integrated_gradients(model, ids)              # attention does not move
+        assert relative(ig.words if bow else ig.tokens, phi, scale) < 1e-9
         event("additive game: the three coincide")
 
 

@@ -117,3 +117,27 @@ def test_captum_integrated_gradients_equals_the_closed_form():
     assert np.abs(coarse - ours.tokens).max() > 1e-6 * scale
     fine = _captum(pre.model, ids, 2000, "riemann_trapezoid")
     assert np.abs(fine - ours.tokens).max() < np.abs(coarse - ours.tokens).max() / 100
+
+
+def test_benchmark_helpers():
+    """benchmarks/bench_shapley.py: its game is the enumeration's, its evaluations counted, and
+    the budget search stops at the first budget within the target (or at the cap)."""
+    from conftest import load_script
+
+    bench = load_script("benchmarks/bench_shapley.py")
+    pre = make_tiny(seed=2)
+    text = "good film but the plot was very boring"
+    for bow in (True, False):
+        game = bench.PeerGame(pre, text, bow)
+        f, d = _game(pre, text, bow)
+        Z = sx.coalitions(d)
+        np.testing.assert_allclose(game(Z), f(Z), atol=1e-12)
+        assert game.calls == len(Z)
+    exact = sv.shapley(pre, text, bow=False, ksub=4)
+    game = bench.PeerGame(pre, text, False)
+    evals, wall, cpu, err = bench.evaluations_to(lambda n: bench.permutation_values(game, n),
+                                                 exact, 1e-2, 64, 2 ** 14)
+    assert err <= 1e-2 and 64 <= evals <= 2 ** 14 and wall > 0 and cpu > 0
+    evals, _, _, err = bench.evaluations_to(lambda n: bench.permutation_values(game, n),
+                                            exact, 1e-30, 64, 256)
+    assert evals <= 256 and err > 1e-30                        # the cap: reported, not reached
