@@ -101,7 +101,7 @@ def exactness(pre, data, rows_out: list, bench) -> None:
             if len(set(words[:n])) <= 12:
                 break
         prefix = words[:n]
-        if len(prefix) < 14 or len(set(prefix)) == len(prefix):
+        if len(prefix) < 13 or len(set(prefix)) == len(prefix):
             continue                                   # want repeats: deletion's hard case
         for mode, part in (("delete", prefix), ("replace", words[:12])):
             ids = np.asarray(pre.vocab.encode(" ".join(part), pre.model.max_len))
