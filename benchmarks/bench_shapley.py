@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     pre = attnxai.pretrained(args.profile, progress=False)
     texts = experiment.full_length_reviews(attnxai.load_imdb(), args.reviews, pre.model.max_len)
-    load0 = loadavg()
+    load0, code = loadavg(), code_label()           # the code as it starts
     started = time.time()
     print(f"model {args.profile} ({pre.path.name}), {len(texts)} reviews of "
           f"{pre.model.max_len - 1} tokens, one thread, median of {args.repeats}; load average "
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
         header = [f"# command: python benchmarks/bench_shapley.py "
                   + " ".join(argv if argv is not None else sys.argv[1:]),
-                  f"#   code: {code_label()}; wall time {time.time() - started:.0f} s; "
+                  f"#   code: {code}; wall time {time.time() - started:.0f} s; "
                   f"load average before {load0}, after {load1}; one thread",
                   f"# targets: shapley <= 2 x lime_limit (met: {ok_limit}); shap permutation "
                   f"to {args.target_error:g} >= 100 x shapley (met: {ok_shap})"]

@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> None:
     pre = attnxai.pretrained(args.profile, progress=False)
     data = attnxai.load_imdb()
     texts = experiment.full_length_reviews(data, args.reviews, pre.model.max_len)
-    t0, load0 = time.time(), loadavg()
+    t0, load0, code = time.time(), loadavg(), code_label()    # the code as it starts
     ex, conv, cap = [], [], []
     with single_threaded():
         exactness(pre, data, ex, bench)
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
         convergence(pre, texts, conv, bench, args.perm_max, args.kernel_max)
     header = [f"# command: python book/data/make_shapley_peers.py "
               + " ".join(argv if argv is not None else sys.argv[1:]),
-              f"#   code: {code_label()}; model {pre.path.name}; shap {shap.__version__}, "
+              f"#   code: {code}; model {pre.path.name}; shap {shap.__version__}, "
               f"captum {captum.__version__}, torch {torch.__version__}, numpy {np.__version__}; "
               f"one thread; wall time {time.time() - t0:.0f} s; load average before {load0}, "
               f"after {loadavg()}",
