@@ -87,3 +87,15 @@ def test_one_row_on_a_tiny_model():
                if np.isfinite(row[c]))
     with pytest.raises(ValueError, match="mode"):
         SC.agreement_row(pre, text, test_index=7, mode="swap")
+
+
+def test_command_line(tmp_path, quick_model, capsys):
+    from attnxai.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["shapley-experiment", "--profile", "quick", "--reviews", "2", "--num-samples",
+                 "100", "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "4 rows computed" in text and "alpha-avg: Shapley - LIME" in text
+    runs = (out / "_runs.jsonl").read_text()
+    assert '"shapley-experiment"' in runs

@@ -142,8 +142,7 @@ class LimitSettings:
 
     def limit_kwargs(self) -> dict[str, Any]:
         """The keywords of :func:`~attnxai.theory.lime_limit` that are set."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) is not None}
+        return _set_fields(self)
 
 
 @dataclass(frozen=True)
@@ -155,6 +154,12 @@ class RandomSettings:
     def __post_init__(self):
         if self.seed is not None and validate.integer(self.seed, "seed") < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
+
+
+def _set_fields(settings: Any) -> dict[str, Any]:
+    """The fields of a settings object that are not None (the closed forms' keywords)."""
+    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+            if getattr(settings, f.name) is not None}
 
 
 def _optional_positive(value, name):
@@ -183,8 +188,7 @@ class ShapleySettings:
         _optional_positive(self.ksub, "ksub")
 
     def kwargs(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) is not None}
+        return _set_fields(self)
 
 
 @dataclass(frozen=True)
@@ -201,8 +205,7 @@ class BanzhafSettings:
         _optional_positive(self.ksub, "ksub")
 
     def kwargs(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) is not None}
+        return _set_fields(self)
 
 
 @dataclass(frozen=True)

@@ -69,11 +69,10 @@ from .. import validate
 from ..model import AttentionClassifier
 from ..textmodel import Pretrained
 from ..threads import one_blas_thread
-from .lime_chain import chain_profile, delete_terms, replace_terms, _delete
+from .lime_chain import chain_profile, chain_sums, replace_terms
 from .lime_binomial import binomial_effects
 from .lime_inputs import Tables, feature_owner, resolve, tables
-from .lime_kernels import (BernoulliTerms, ChainLaw, ProfileNodes, ReplaceTerms,
-                           bernoulli_sums, chain_delete, chain_replace)
+from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums
 from .lime_quadrature import lambda_rule_doubling
 from .lime_text import DEFAULT_KERNEL_WIDTH, check_kernel_width, kernel, removal_law
 
@@ -223,27 +222,9 @@ def endpoint_values(tb: Tables, removal: str) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------- the routes
 def _chain_shapley(g: _Game, ksub: int) -> np.ndarray:
     """(K, d) by the size-weighted chain (module docstring)."""
-    tb = g.tb
-    K = tb.n_heads
-    n = tb.T - 1 if g.removal == "delete" else len(g.feats)
-    omega = size_weights(n)
-    on = np.zeros((K, n + 1))
-    with one_blas_thread():
-        for k in range(K):
-            off = np.zeros(n + 1)
-            if g.removal == "delete":
-                tm = delete_terms(tb, k)
-                rule = lambda_rule_doubling(tm["n_min"], tm["n_max"], ksub)
-                chain_delete(_delete(tm), ChainLaw(omega, -1.0, rule.lam,
-                                                   rule.with_offset(tm["g0"]), rule.ksub),
-                             on[k], off)
-            else:
-                tm = replace_terms(tb, g.feats, k)
-                rule = lambda_rule_doubling(tm["n_min"], tm["n_max"], ksub)
-                chain_replace(ReplaceTerms(tm["gk"], tm["hk"], tm["gr"], tm["hr"], tm["h0"]),
-                              ChainLaw(omega, -1.0, rule.lam, rule.with_offset(tm["g0"])),
-                              on[k], off)
-    full, empty = endpoint_values(tb, g.removal)
+    n = g.tb.T - 1 if g.removal == "delete" else len(g.feats)
+    on = chain_sums(g.tb, g.feats, g.removal, size_weights(n), ksub)
+    full, empty = endpoint_values(g.tb, g.removal)
     cols = on[:, 1:]
     phi = cols - cols.mean(axis=1, keepdims=True) + ((full - empty) / n)[:, None]
     if g.removal == "delete" and not g.distinct:   # the tokens' game, summed per word
