@@ -218,12 +218,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--captum-max", type=int, default=4096, help="captum's most steps")
     ap.add_argument("--out", default=str(HERE))
     args = ap.parse_args(argv)
+    code = code_label()                               # the code as it starts
     torch.set_num_threads(1)
     bench = _bench()
     pre = attnxai.pretrained(args.profile, progress=False)
     data = attnxai.load_imdb()
     texts = experiment.full_length_reviews(data, args.reviews, pre.model.max_len)
-    t0, load0, code = time.time(), loadavg(), code_label()    # the code as it starts
+    t0, load0 = time.time(), loadavg()
     ex, conv, cap = [], [], []
     with single_threaded():
         exactness(pre, data, ex, bench)
