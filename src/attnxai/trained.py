@@ -4,7 +4,7 @@ missing (:mod:`attnxai.train`).
 
 **Concurrency.** The training and the save run under the checkpoint folder's lock
 (:func:`attnxai.files.writer_lock`), so two processes that need the same missing model train it
-once: the second waits, then loads. The training state is kept after every epoch beside the
+once: the second waits (at most :data:`WAIT_SECONDS`, saying for whom), then loads. The training state is kept after every epoch beside the
 folder (``.partial-<name>``), so a killed training resumes where it stopped. The cache's
 writability is checked before anything is downloaded or trained.
 """
@@ -29,7 +29,11 @@ from .runconfig import profile as book_profile
 from .textmodel import Pretrained
 from .train import train
 
-__all__ = ["load_cached", "pretrained"]
+__all__ = ["WAIT_SECONDS", "load_cached", "pretrained"]
+
+#: How long :func:`pretrained` waits for another process training the same model (the paper's
+#: model trains in about 10 minutes on 2 cores, the multi-layer one in hours on a CPU).
+WAIT_SECONDS = 12 * 3600.0
 
 
 def load_cached(folder: Path, config: TrainConfig, dtype: torch.dtype = torch.float32
@@ -47,8 +51,8 @@ def load_cached(folder: Path, config: TrainConfig, dtype: torch.dtype = torch.fl
 
 def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None = None,
                train_if_missing: bool = True, progress: bool = True,
-               dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
-               ) -> Pretrained:
+               dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+               wait_seconds: float = WAIT_SECONDS) -> Pretrained:
     """The model trained with ``profile`` ("paper", "quick", another name of
     :data:`attnxai.profiles.PROFILES`, or a TrainConfig), from the cache, training it first if
     needed. ``profile=None`` reads ``ATTNXAI_PROFILE`` (default "paper"): this is how the test
@@ -58,7 +62,9 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     and without the network (:func:`attnxai.cache.candidates`). Only training needs the data (then
     downloaded if no archive is given). ``train_if_missing=False`` raises ``FileNotFoundError``
     instead of training. ``device``: where a training runs
-    (:func:`attnxai.devices.check_device`, checked first); the model returned is on the CPU."""
+    (:func:`attnxai.devices.check_device`, checked first); the model returned is on the CPU.
+    ``wait_seconds``: how long to wait for another process that is training the same model
+    (then :class:`~attnxai.checkpoint.CheckpointError`, naming its lock)."""
     device = check_device(device)
     on = {} if device.type == "cpu" else {"device": device}     # train()'s default is the CPU
     config = get_config(profile or book_profile())
@@ -66,6 +72,9 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     for folder, _ in found:
         if folder.is_dir():
             return load_cached(folder, config, dtype)
+        if folder.exists() or folder.is_symlink():       # before training, not after it
+            raise CheckpointError(f"{folder} is in the place of the cached {config.profile!r} "
+                                  "model but is not a folder: move it away (nothing was trained)")
     models = found[0][0].parent
     if not train_if_missing:
         cached = sorted(p.name for p in models.iterdir() if p.is_dir()
@@ -81,14 +90,23 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
               "(it is cached for the next time)", file=sys.stderr, flush=True)
     data = load_imdb(archive)
     folder = models / folder_name(config, data.checksum)
+    if folder.exists() and not folder.is_dir():
+        raise CheckpointError(f"{folder} is in the place of the cached {config.profile!r} model "
+                              "but is not a folder: move it away (nothing was trained)")
     lock = writer_lock(folder)
     try:
         lock.acquire(timeout=0)
     except Timeout:
         if progress:
-            print(f"another process is training {folder.name}; waiting for it (lock "
-                  f"{lock.lock_file})", file=sys.stderr, flush=True)
-        lock.acquire()
+            print(f"another process is training {folder.name}; waiting for it (at most "
+                  f"{wait_seconds:.0f} s; lock {lock.lock_file})", file=sys.stderr, flush=True)
+        try:
+            lock.acquire(timeout=wait_seconds)
+        except Timeout:
+            raise CheckpointError(
+                f"another process has been training {folder.name} for more than "
+                f"{wait_seconds:.0f} s (it holds {lock.lock_file}): let it finish and run this "
+                "again, or stop it (its training resumes at its last finished epoch)") from None
     try:
         if not folder.is_dir():                # else another process trained it while we waited
             # the state after every epoch: a killed training resumes there (same weights)

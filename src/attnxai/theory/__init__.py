@@ -15,8 +15,9 @@ brute force on short documents and maps where the closed forms hold),
 from . import approximations, gradient_theorem, lime_attention, lime_text
 from .approximations import APPROXIMATIONS
 from .gradient_theorem import gradient_closed_form, gradient_terms, gradient_x_input
-from .lime_attention import lime_limit, lime_limit_heads, lime_paper
+from .lime_attention import LimitApproximationWarning, lime_limit, lime_limit_heads, lime_paper
 
-__all__ = ["APPROXIMATIONS", "approximations", "gradient_closed_form", "gradient_terms",
+__all__ = ["APPROXIMATIONS", "LimitApproximationWarning", "approximations",
+           "gradient_closed_form", "gradient_terms",
            "gradient_theorem", "gradient_x_input", "lime_attention", "lime_limit", "lime_limit_heads",
            "lime_paper", "lime_text"]
