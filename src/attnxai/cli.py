@@ -341,6 +341,10 @@ def _check_output_file(path: str, flag: str) -> None:
     if os.path.isdir(path):
         raise IsADirectoryError(f"{flag} {path} is a folder: give a file name, e.g. "
                                 f"{os.path.join(path, 'explanation.html')}")
+    parent = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(f"{flag} {path}: the folder {parent} does not exist: create it "
+                                "first, or give a file in an existing folder")
     try:
         probe_writable(path)
     except OSError as exc:

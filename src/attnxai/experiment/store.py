@@ -127,8 +127,14 @@ def _feed(h, arr) -> None:
 
 def rows_digest(table) -> str:
     """sha256 of a ``pyarrow.Table``'s rows: its column names, kinds and values, independent of
-    how the file lays them out (row groups, encodings, metadata) and of the pyarrow version."""
+    how the file lays them out (row groups, encodings) and of the pyarrow version, and the
+    schema's metadata (pandas' description of the frame, which the conversion back reads) but
+    not the checksum itself."""
     h = hashlib.sha256(b"attnxai rows v1\0")
+    for key, value in sorted((table.schema.metadata or {}).items()):
+        if key != CHECKSUM_KEY:
+            h.update(len(key).to_bytes(8, "little") + key + len(value).to_bytes(8, "little")
+                     + value)
     for name in table.column_names:
         h.update(name.encode() + b"\0")
         _feed(h, table.column(name))
