@@ -14,7 +14,7 @@ import os
 import sys
 
 __all__ = ["ClusterError", "MissingDependency", "NotARegularFile", "OverBudget", "UserError",
-           "stacklevel"]
+           "WorkerLost", "stacklevel"]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
@@ -30,6 +30,11 @@ class MissingDependency(UserError, RuntimeError):
 class ClusterError(UserError, RuntimeError):
     """A Dask cluster cannot be used: its address or scheduler file is wrong, it cannot be
     reached in time, no worker joined, or its workers run other code (the message says which)."""
+
+
+class WorkerLost(UserError, RuntimeError):
+    """A local worker process died during a run (killed by a signal, out of memory): the parts
+    finished are kept, and the message says how to resume."""
 
 
 class NotARegularFile(UserError, OSError):
