@@ -116,7 +116,8 @@ HOLDER = textwrap.dedent("""
     from pathlib import Path
     from attnxai.experiment import store
     out, settings = Path(sys.argv[1]), json.loads(sys.argv[2])
-    with store.hold(out, settings, ["attnxai", "holder"]):
+    with store.hold(out, settings, ["attnxai", "holder"]) as held:
+        held.record()
         print("held", flush=True)
         sys.stdin.read()                      # hold until the test closes our stdin
 """)
@@ -174,7 +175,19 @@ def test_settings_are_recorded_before_the_first_row_and_killed_writers_leave_not
     assert not stale.exists()
     assert not list(out.glob(".tmp-*")) and not (out / "_writer.json").exists()
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith("part-")) == \
-        ["_meta.json", "_results.lock", "_runs.jsonl"]
+        ["_meta.json", "_runs.jsonl"]
+
+
+def test_a_run_refused_before_its_first_row_leaves_no_folder(tmp_path):
+    class Broken(Squares):
+        def model(self):
+            raise ValueError("no model for this study")
+
+    out = tmp_path / "never"
+    with pytest.raises(ValueError, match="no model"):
+        run(Broken(), out, progress=False)
+    assert not out.exists()
+    run(Squares(), out, progress=False)                       # and the lock is free again
 
 
 def test_a_folder_with_settings_but_no_rows_takes_new_settings(tmp_path):

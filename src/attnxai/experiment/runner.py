@@ -224,8 +224,8 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     out = store.prepare(out)
     settings = study.settings()
     store.check_meta(out, settings)                  # refuses before anything is written
-    with store.hold(out, settings, command):         # one writer; settings recorded first
-        done = store.done_keys(out, study.key_columns)
+    with store.hold(out, settings, command) as held:     # one writer at a time
+        done = store.done_keys(out, study.key_columns) if out.is_dir() else set()
         chunks = study.plan(done)
         skipped = len(done)
         bundle = _bundle(study)                      # read and verified before anything runs
@@ -237,7 +237,8 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
             if bundle is not None:
                 workers.install(bundle, device)
                 if chunks:
-                    workers.prepare()                # ship it now: errors before any row
+                    workers.prepare()                # ship it now: errors before any writing
+            held.record()                            # the settings, before the first row
             n_rows = sum(len(c) for c in chunks)
             bar = tqdm(total=n_rows, desc=study.name, unit="row", disable=not progress,
                        smoothing=0.05)

@@ -6,7 +6,7 @@ around it; :func:`attnxai.experiment.run` writes it, :func:`attnxai.experiment.r
 reads it).
 
 **One writer at a time.** A run holds the folder (:func:`hold`): its writers' lock
-(``_results.lock`` inside it, :func:`attnxai.files.writer_lock`, released by the kernel if the
+(``<folder>.lock`` beside it, :func:`attnxai.files.writer_lock`, released by the kernel if the
 run is killed), under which the settings are compared with ``_meta.json`` and recorded there
 before the first row, and the ``.tmp-*`` files of killed writers are removed. A second run of the
 same folder is refused at once, whatever its settings, with who holds it (``_writer.json``): one
@@ -49,8 +49,7 @@ __all__ = ["CHECKSUM_KEY", "DamagedResults", "ResultsBusy", "TIMING_COLUMNS", "a
 
 META = "_meta.json"
 RUNS = "_runs.jsonl"
-#: The writers' lock of a results folder (``_results.lock``) and who holds it.
-LOCK = "_results"
+#: Who holds a results folder (its lock is ``<folder>.lock`` beside it).
 WRITER = "_writer.json"
 #: Where a part keeps the sha256 of its rows (parquet key-value metadata).
 CHECKSUM_KEY = b"attnxai.rows_sha256"
@@ -296,38 +295,55 @@ def _holder(out: Path) -> str:
         return "another process (it has not said which yet)"
 
 
+class Held:
+    """A results folder held by this process for one run (:func:`hold`)."""
+
+    def __init__(self, out: Path, settings: dict[str, Any], command: Sequence[str] | None):
+        self.out, self.settings = out, settings
+        self.command = None if command is None else [str(a) for a in command]
+
+    def record(self) -> None:
+        """Create the folder, record the settings (``_meta.json``) and who writes it
+        (``_writer.json``): call before the first row."""
+        from ..provenance import host
+
+        write_meta(self.out, self.settings)
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        atomic_write(self.out / WRITER, json.dumps({"pid": os.getpid(), "host": host(),
+                                                    "started": now, "command": self.command}))
+
+
 @contextlib.contextmanager
 def hold(out: Path, settings: dict[str, Any],
-         command: Sequence[str] | None = None) -> Iterator[Path]:
-    """Hold the results folder ``out`` for one run (module docstring): create it, take its lock
-    without waiting (:class:`ResultsBusy` if another run holds it), compare and record the
-    settings before any row, remove killed writers' temporary files; released on the way out."""
-    from ..provenance import host
-
-    out.mkdir(parents=True, exist_ok=True)
-    lock = writer_lock(out / LOCK)
+         command: Sequence[str] | None = None) -> Iterator[Held]:
+    """Hold the results folder ``out`` for one run (module docstring): take its writers' lock
+    (``<out>.lock`` beside it, so that nothing is created in ``out`` by a run refused before its
+    first row) without waiting (:class:`ResultsBusy` if another run holds it), compare the
+    settings with the folder's and remove killed writers' temporary files; :meth:`Held.record`
+    then records the settings before the first row. Released on the way out."""
     from filelock import Timeout
 
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = writer_lock(out)
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        old = _read_meta(out)
-        same = old is not None and all(_same(old.get(k), v) for k, v in settings.items())
-        why = ("with the same settings: both would compute the same rows; wait until it has "
-               "finished, then rerun this command, which resumes with what is left" if same else
-               "with other settings: the two would mix in one folder; use another --out")
+        old = _read_meta(out) if out.is_dir() else None
+        if old is None:
+            why = ("(its settings are not recorded yet): wait until it has finished, then rerun "
+                   "this command")
+        elif all(_same(old.get(k), v) for k, v in settings.items()):
+            why = ("with the same settings: both would compute the same rows; wait until it has "
+                   "finished, then rerun this command, which resumes with what is left")
+        else:
+            why = "with other settings: the two would mix in one folder; use another --out"
         raise ResultsBusy(f"{out} is being written by {_holder(out)}, {why}") from None
     try:
         check_meta(out, settings)
-        for stale in out.glob(f"{TMP_PREFIX}*"):       # killed writers' (no live one: we hold it)
-            if stale.is_file() or stale.is_symlink():
+        for stale in out.glob(f"{TMP_PREFIX}*") if out.is_dir() else ():
+            if stale.is_file() or stale.is_symlink():     # killed writers' (we hold the lock)
                 stale.unlink(missing_ok=True)
-        write_meta(out, settings)
-        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        atomic_write(out / WRITER, json.dumps(
-            {"pid": os.getpid(), "host": host(), "started": now,
-             "command": None if command is None else [str(a) for a in command]}))
-        yield out
+        yield Held(out, settings, command)
     finally:
         with contextlib.suppress(OSError):
             (out / WRITER).unlink()
