@@ -461,3 +461,27 @@ def test_course_start_uses_the_downloaded_paper_model_and_says_where_from(tmp_pa
         assert same_weights(trained.pretrained("paper", progress=False), pre)
     finally:
         server.close()
+
+
+# ---------------------------------------------------------------- the times the docs state
+def test_the_stated_times_are_the_committed_ones():
+    """README.md and the launch page quote the download benchmark and the training times of
+    book/data/: a rerun that changes them fails here until the text follows."""
+    import re
+
+    import pandas as pd
+
+    data = ROOT / "book" / "data"
+    bench = pd.read_csv(data / "download_benchmark.csv", comment="#")
+    skip = pd.read_csv(data / "skip_ablation.csv", comment="#")
+    plain = skip.loc[~skip["skip"], "train_seconds"]
+    header = (data / "multilayer_training.csv").read_text()
+    six = re.search(r"training (\d+) s \(.*all (\d+) s", header)
+    stated = [f"{bench['bytes'].iloc[0] / 1e6:.1f} MB",
+              f"{bench['download_verify_load_seconds'].median():.2f} s",
+              f"{plain.min():.0f} to {plain.max():.0f} s", f"{six.group(1)} s", f"{six.group(2)} s"]
+    readme, launch = ((ROOT / p).read_text() for p in ("README.md", "book/launch.md"))
+    for text in stated:
+        assert text in readme and text in launch, text
+    assert f"{bench['cache_load_seconds'].median():.2f} s to load" in readme
+    assert f"median of {len(bench)}" in readme
