@@ -7,9 +7,9 @@ a line the waiting process prints)."""
 from __future__ import annotations
 
 import collections
+import hashlib
 import http.server
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -17,14 +17,14 @@ import threading
 from pathlib import Path
 
 import pytest
-import torch
 
 from attnxai import cli, course, hub, repository, trained
 from attnxai.cache import cache_key
 from attnxai.checkpoint import FILES, ORIGIN, load, save
 from attnxai.data import IMDb, Review
 from attnxai.profiles import get_config
-from test_checkpoint import LABELLED_SHA, _env, cached_folder, same_weights, tiny_pretrained
+from test_checkpoint import (LABELLED_SHA, _env, cached_folder, flip_byte, same_weights,
+                             tiny_pretrained)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -172,10 +172,7 @@ def test_info_shows_the_key_the_sha256_and_the_origin_and_compares_with_the_publ
 # ---------------------------------------------------------------- downloads that are refused
 def test_a_tampered_file_is_refused(served):
     _, published, _, cache = served
-    weights = published / "model.safetensors"
-    data = bytearray(weights.read_bytes())
-    data[-1] ^= 0x01
-    weights.write_bytes(bytes(data))
+    flip_byte(published / "model.safetensors", -1)
     msg = refused("model.safetensors does not match the published index")
     assert "it is not the file that was published" in msg and "nothing was saved" in msg
     assert left_in(cache) == []
@@ -184,13 +181,9 @@ def test_a_tampered_file_is_refused(served):
 def test_a_file_and_index_changed_together_fail_the_checkpoints_own_manifest(served):
     _, published, _, cache = served
     weights = published / "model.safetensors"
-    data = bytearray(weights.read_bytes())
-    data[-1] ^= 0x01
-    weights.write_bytes(bytes(data))
-    import hashlib
-
+    flip_byte(weights, -1)
     edit_index(published, lambda e: e["files"]["model.safetensors"].update(
-        sha256=hashlib.sha256(bytes(data)).hexdigest()))
+        sha256=hashlib.sha256(weights.read_bytes()).hexdigest()))
     msg = refused("not consistent with its own manifest")
     assert "model.safetensors does not match its manifest" in msg and "Refused" in msg
     assert left_in(cache) == []
@@ -426,7 +419,7 @@ def test_publish_models_writes_the_folder_and_index_from_the_cache(tmp_path, mon
         data = (folder / name).read_bytes()
         assert (out / folder.name / name).read_bytes() == data
         assert entry["files"][name] == {"bytes": len(data),
-                                        "sha256": __import__("hashlib").sha256(data).hexdigest()}
+                                        "sha256": hashlib.sha256(data).hexdigest()}
     assert sorted(p.name for p in (out / folder.name).iterdir()) == sorted(FILES)
     # the paper model is required by default: missing, the command fails in one line
     assert cli.main(["publish-models", "--out", str(out)]) == 2
