@@ -26,12 +26,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["SMALL_FILE_BYTES", "TMP_PREFIX", "atomic_write", "fsync_dir", "open_regular",
-           "probe_writable", "read_small_file", "replace_folder", "write_durably", "writer_lock"]
+__all__ = ["SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write", "fsync_dir",
+           "open_regular", "probe_writable", "read_small_file", "replace_folder", "write_durably",
+           "writer_lock"]
 
 #: Temporary files and folders start with this (``.tmp-<target name>-<random>``): readers that
 #: list a folder skip them.
 TMP_PREFIX = ".tmp-"
+#: How long a writer waits for another process writing the same path (a training of the
+#: paper's model takes about 10 minutes on 2 cores, the multi-layer one hours on a CPU).
+WAIT_SECONDS = 12 * 3600.0
 #: The most :func:`read_small_file` reads (settings, manifests, configurations, vocabularies).
 SMALL_FILE_BYTES = 64 << 20
 
