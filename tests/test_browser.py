@@ -58,6 +58,9 @@ TEX = [
     re.compile(r"[_^]\{[^}\n]{1,40}\}"),                      # x_{t}, e^{-8}
 ]
 
+#: Display equations outside theorem-like boxes that may still scroll sideways on each screen
+#: (MathJax breaks the others into lines; see test_display_equations_fit_the_column).
+MAX_SCROLLING_EQUATIONS = {"desktop": 0, "phone": 3}
 #: The longest a page may take to settle (fonts, MathJax, the book's script): a bound for a
 #: page that never settles, not a delay; a loaded machine takes a few seconds at most.
 SETTLE_TIMEOUT_MS = 120_000
@@ -113,13 +116,25 @@ JS_CHAPTER = """() => {
           first_cell_output: output ? output.textContent : ""};
 }"""
 
-JS_OVERFLOW = """() => {
+# Content wider than the column, and its cue. Every element past the column's right edge must sit
+# in a box that scrolls and fits in the column, marked .attnxai-scrolls (its shadows); a block box
+# also has the hint on its own line right above it; inside running text there is no hint (the
+# element scrolls within its line). A hint never sits in running text, never overlaps the box or
+# what precedes it. MathJax's screen-reader MathML (mjx-assistive-mml) is clipped to nothing and
+# is no content. Also returned: every display equation, and those whose content is wider than
+# their box (they scroll), with the theorem-like box they are in.
+JS_WIDE = """() => {
   const art = document.querySelector("article.bd-article");
-  if (!art) return [];
+  if (!art) return {bad: [], equations: [], scrolling: []};
+  const TEXT = "p, li, dt, dd, td, th, figcaption, caption, h1, h2, h3, h4, h5, h6, .admonition-title";
   const right = art.getBoundingClientRect().right + 1;
   const scrolls = el => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
+  const unseen = el => !!el.closest("mjx-assistive-mml, .attnxai-scroll-hint");
+  const name = el => el.tagName.toLowerCase() + (el.className && typeof el.className === "string" ? "." + el.className.trim().split(" ").filter(Boolean).join(".") : "");
+  const math = el => { const m = el.querySelector("mjx-assistive-mml"); return (m || el).textContent.trim().slice(0, 70); };
   const bad = [];
   for (const el of art.querySelectorAll("*")) {
+    if (unseen(el)) continue;
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.right <= right) continue;
     let box = el.parentElement, found = null;
@@ -127,14 +142,35 @@ JS_OVERFLOW = """() => {
       if (scrolls(box) && box.getBoundingClientRect().right <= right) { found = box; break; }
       box = box.parentElement;
     }
-    const what = el.tagName.toLowerCase() + (el.className && typeof el.className === "string" ? "." + el.className.split(" ").join(".") : "");
-    if (!found) { bad.push(`${what} (${Math.round(r.width)} px) overflows the ${Math.round(art.clientWidth)} px column, no scrolling`); continue; }
+    if (!found) { bad.push(`${name(el)} (${Math.round(r.width)} px) overflows the ${Math.round(art.clientWidth)} px column, no scrolling`); continue; }
+    const inText = found.parentElement && found.parentElement.closest(TEXT) && getComputedStyle(found).display.startsWith("inline");
     const hint = found.previousElementSibling;
-    const visible = hint && hint.classList.contains("attnxai-scroll-hint") && hint.getBoundingClientRect().height > 0;
-    if (!found.classList.contains("attnxai-scrolls") || !visible)
-      bad.push(`${what} scrolls inside ${found.tagName.toLowerCase()}.${found.className} without a visible hint`);
+    const hinted = hint && hint.classList.contains("attnxai-scroll-hint") && hint.getBoundingClientRect().height > 0;
+    if (!found.classList.contains("attnxai-scrolls"))
+      bad.push(`${name(el)} scrolls inside ${name(found)} without the scroll cue (.attnxai-scrolls)`);
+    else if (!inText && !hinted)
+      bad.push(`${name(el)} scrolls inside ${name(found)} without a visible hint`);
   }
-  return bad.slice(0, 10);
+  for (const hint of art.querySelectorAll(".attnxai-scroll-hint")) {
+    const h = hint.getBoundingClientRect(), box = hint.nextElementSibling, prev = hint.previousElementSibling;
+    const where = box ? name(box) : "nothing";
+    if (hint.parentElement.closest(TEXT)) bad.push(`a hint inside running text (${name(hint.parentElement.closest(TEXT))}), before ${where}`);
+    if (!box || box.getBoundingClientRect().top < h.bottom - 0.5) bad.push(`a hint overlaps or sits beside the box it announces (${where})`);
+    if (prev && prev.getBoundingClientRect().bottom > h.top + 0.5) bad.push(`a hint overlaps what precedes it (${name(prev)})`);
+  }
+  const equations = [], scrolling = [];
+  for (const eq of art.querySelectorAll('mjx-container[display="true"]')) {
+    const c = eq.getBoundingClientRect();
+    let reach = c.right;
+    for (const x of eq.querySelectorAll("*")) if (!unseen(x)) reach = Math.max(reach, x.getBoundingClientRect().right);
+    const prf = eq.closest("div.proof");
+    const title = prf ? (prf.querySelector(".admonition-title") || prf).textContent.trim().split("(")[0].trim() : null;
+    const item = {math: math(eq), box: title, width: Math.round(reach - c.left), room: Math.round(c.width),
+                  hidden_output: !!eq.closest(".tag_hide-output .cell_output")};
+    equations.push(item);
+    if (reach > c.right + 1) scrolling.push(item);
+  }
+  return {bad: bad.slice(0, 10), equations, scrolling};
 }"""
 
 
@@ -246,8 +282,10 @@ def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
     page.route("**/*", route)
     page.goto(server + page_name, wait_until="load")
     unsettled = _settle(page)
+    wide = page.evaluate(JS_WIDE)
     out = {"errors": errors, "external": external, "failed": failed,
-           "overflow": ([unsettled] if unsettled else []) + page.evaluate(JS_OVERFLOW),
+           "overflow": ([unsettled] if unsettled else []) + wide["bad"],
+           "equations": wide["equations"], "scrolling": wide["scrolling"],
            "images": page.evaluate(JS_IMAGES)}
     if full:
         out["text"] = page.evaluate(JS_TEXT)
@@ -317,6 +355,30 @@ def test_every_image_loads(visits):
 def test_wide_content_scrolls_with_a_hint(visits):
     problems = {f"{s}:{p}": v["overflow"] for (s, p), v in visits.items()}
     assert not any(problems.values()), _report(problems)
+
+
+def test_display_equations_fit_the_column(visits):
+    """Every display equation of a theorem, definition, proposition, corollary ... box is readable
+    in full on a desktop, without scrolling; elsewhere, on either screen, at most
+    MAX_SCROLLING_EQUATIONS scroll (MathJax breaks the others into lines). The SymPy expressions
+    that a chapter shows in a hidden output (README: an expression wider than a page goes in a
+    cell tagged hide-output) are counted apart: they are the raw expansions, shown on request."""
+    report = {}
+    for screen in ("desktop", "phone"):
+        found = [(page, eq) for (s, page), v in sorted(visits.items()) if s == screen
+                 for eq in v["scrolling"]]
+        boxed = [(p, e) for p, e in found if e["box"]]
+        shown = [(p, e) for p, e in found if not e["box"] and not e["hidden_output"]]
+        report[screen] = (boxed, shown)
+        listing = "\n".join(f"  {p}: {e['box'] or ''} {e['width']} px in {e['room']} px: {e['math']}"
+                            for p, e in boxed + shown)
+        if screen == "desktop":
+            assert not boxed, f"display equations of theorem-like boxes scroll on a desktop:\n{listing}"
+        assert len(shown) <= MAX_SCROLLING_EQUATIONS[screen], \
+            f"{len(shown)} display equations scroll on a {screen} (at most " \
+            f"{MAX_SCROLLING_EQUATIONS[screen]}):\n{listing}"
+    total = sum(len(v["equations"]) for (s, _), v in visits.items() if s == "desktop")
+    assert total > 0, "no display equation found: is MathJax running?"
 
 
 def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
