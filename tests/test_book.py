@@ -86,6 +86,37 @@ def test_repository_comes_from_the_environment(monkeypatch):
         ext.repository_override()
 
 
+def test_no_repository_means_no_button_and_no_address(monkeypatch):
+    """Without a repository (none in _config.yml, none in the environment) the build turns off the
+    repository button and the launch services, and the pages' substitutions say so in words;
+    with one, everything points there."""
+    from types import SimpleNamespace
+
+    ext = _extension()
+    monkeypatch.delenv("ATTNXAI_REPOSITORY", raising=False)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    launch = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
+              "colab_url": "https://colab.research.google.com", "thebe": False}
+
+    def configured(url):
+        config = SimpleNamespace(html_theme_options={"repository_url": url, "launch_buttons": launch},
+                                 myst_substitutions={})
+        ext._repository_options(config)
+        return config.html_theme_options, config.myst_substitutions
+
+    opts, subs = configured("")
+    assert opts["use_repository_button"] is False and opts["repository_url"] == ""
+    assert not {"binderhub_url", "colab_url"} & set(opts["launch_buttons"])
+    assert subs["repository_url"] == "" and "github" not in " ".join(subs.values())
+    assert subs["launch_note"] and subs["clone"] == "take a copy of the book's source"
+    monkeypatch.setenv("ATTNXAI_REPOSITORY", "me/mine")
+    opts, subs = configured("")
+    assert opts["use_repository_button"] is True
+    assert opts["repository_url"] == "https://github.com/me/mine"
+    assert opts["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert subs["clone"] == "clone [me/mine](https://github.com/me/mine)" and subs["launch_note"] == ""
+
+
 def test_source_maps_are_dropped(tmp_path):
     ext = _extension()
     (tmp_path / "a.js").write_text("var a = 1;\n//# sourceMappingURL=a.js.map\n")

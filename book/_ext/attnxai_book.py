@@ -1,8 +1,14 @@
 """The book's own Sphinx extension (loaded from _config.yml, ``sphinx.local_extensions``).
 
-* **Repository.** _config.yml's ``repository.url`` is the one place the book's repository is set;
-  ``$ATTNXAI_REPOSITORY`` or, in GitHub Actions, ``$GITHUB_REPOSITORY`` (``owner/name``) replaces
-  it, so a fork's deploy workflow publishes a site whose buttons point to the fork.
+* **Repository.** _config.yml's ``repository.url`` is the one place the book's repository is set
+  (empty until the book is published); ``$ATTNXAI_REPOSITORY`` or, in GitHub Actions,
+  ``$GITHUB_REPOSITORY`` (``owner/name``) replaces it, so a fork's deploy workflow publishes a
+  site whose buttons point to the fork. With a repository: the repository button, the footer
+  link, Binder and Colab buttons on the chapters (the pages with an ``.ipynb`` beside their
+  ``.md``, which Colab opens), and launch cells that install attnxai from it. With none, none
+  of these: no button, no link and no launch cell points to a made-up address, and the pages'
+  substitutions (``{{ repository }}``, ``{{ clone }}``, ``{{ launch_note }}``,
+  ``{{ cite_repository }}``) say so in words.
 * **Execution caches.** The quick profile's executed chapters go to ``.jupyter_cache-quick``,
   never into the paper profile's ``.jupyter_cache`` (jupyter-cache does not know the profile).
 * **Editions.** ``ATTNXAI_EDITION=student`` builds the site without solutions (sphinx-exercise's
@@ -22,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -83,15 +90,43 @@ register_plugin("pybtex.style.formatting", "attnxai", AttnxaiStyle)
 
 
 # ---------------------------------------------------------------- configuration
-def _config_inited(app, config):
-    url = repository_override()
-    if url:
-        config.html_theme_options["repository_url"] = url
-    url = config.html_theme_options.get("repository_url", "")
+def repository(config) -> str:
+    """The repository this build names: the environment's, else _config.yml's; "" for none."""
+    return repository_override() or str(config.html_theme_options.get("repository_url") or "").strip()
+
+
+def _repository_options(config) -> None:
+    """Buttons, launch buttons and substitutions for the build's repository, or for none."""
+    url = repository(config).rstrip("/")
+    opts = config.html_theme_options
+    opts["repository_url"] = url
+    opts["use_repository_button"] = bool(url)
+    if not url:
+        # no launch service can open a repository that is not named (attnxai_book takes over
+        # the theme's copy of the executed notebook for the download menu: see _page_context)
+        opts["launch_buttons"] = {k: v for k, v in (opts.get("launch_buttons") or {}).items()
+                                  if k not in ("binderhub_url", "colab_url", "jupyterhub_url",
+                                               "deepnote_url", "jupyterlite_url")}
+    name = url.removeprefix("https://github.com/")
     subs = dict(config.myst_substitutions or {})
     subs.setdefault("repository_url", url)
-    subs.setdefault("repository", f"[{url.removeprefix('https://github.com/')}]({url})")
+    subs.setdefault("repository", f"[{name}]({url})" if url else "the book's source")
+    subs.setdefault("clone", f"clone [{name}]({url})" if url else "take a copy of the book's source")
+    subs.setdefault("clone_capital", subs["clone"][0].upper() + subs["clone"][1:])
+    subs.setdefault("cite_repository", f"the repository's URL ({url})" if url
+                    else "where you found the book")
+    subs.setdefault("launch_note", "" if url else (
+        "*This build of the book names no repository (`repository.url` in `_config.yml` is empty), "
+        "so its pages have no launch buttons and its launch cells install nothing: install "
+        "`attnxai` from the book's folder (`pip install -e .`), as below.*"))
     config.myst_substitutions = subs
+
+
+def _config_inited(app, config):
+    _repository_options(config)
+    # One search field, the sidebar's: pydata-sphinx-theme >= 0.16 adds another in a top bar that
+    # holds nothing else (sphinx-book-theme has its own header with a search button).
+    config.html_theme_options.setdefault("navbar_persistent", [])
     # jupyter-cache keys a notebook on its code cells only, so the paper and quick profiles
     # (same code, different outputs) must never share a cache: the quick profile's is
     # .jupyter_cache-quick beside the default one.
@@ -121,13 +156,76 @@ def _config_inited(app, config):
     config.latex_elements = latex
 
 
-def _page_context(app, pagename, templatename, context, doctree):
+def _footer(app, context) -> None:
     footer = context.get("theme_extra_footer")
     if footer and "{" in footer:
-        licence = context["pathto"]("book/licence")
-        repo = app.config.html_theme_options.get("repository_url", "")
-        context["theme_extra_footer"] = footer.replace("{licence}", licence) \
-            .replace("{repository}", repo)
+        url = app.config.html_theme_options.get("repository_url", "")
+        link = f'; <a href="{url}">repository</a>' if url else ""
+        context["theme_extra_footer"] = footer.replace("{licence}", context["pathto"]("book/licence")) \
+            .replace("{repository_link}", link)
+
+
+def _is_chapter_notebook(app, pagename) -> bool:
+    """A page Binder and Colab can open: its source has an ``.ipynb`` beside it."""
+    return Path(app.env.doc2path(pagename)).with_suffix(".ipynb").is_file()
+
+
+def _notebook_download(app, pagename, context) -> None:
+    """The executed notebook in the download menu when the theme's launch buttons, which
+    otherwise copy it there, are off (no repository): the theme's own copy step."""
+    if context.get("ipynb_source") or "kernelspec" not in app.env.metadata.get(pagename, {}):
+        return
+    executed = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    if executed.is_file():
+        target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(executed, target)
+        context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+def _mathjax_only_with_maths(app, pagename, context) -> None:
+    """MathJax (about 1 MB) only on pages with maths of their own: Sphinx also loads it on a page
+    whose table of contents includes pages with maths (the home page)."""
+    if app.builder.format != "html" or app.env.get_domain("math").data["has_equations"].get(pagename):
+        return
+    mathjax = app.config.mathjax_path
+    scripts = context.get("script_files")
+    if scripts is None:
+        return
+    scripts[:] = [js for js in scripts
+                  if not (str(getattr(js, "filename", "") or "").endswith(mathjax)
+                          or str(getattr(js, "attributes", {}).get("body", "")).startswith("window.MathJax"))]
+
+
+def _page_context(app, pagename, templatename, context, doctree):
+    """Before the theme's buttons (priority 500 < its 501): the footer, the notebook download when
+    there are no launch buttons, MathJax only where there is maths."""
+    _footer(app, context)
+    if not app.config.html_theme_options.get("repository_url"):
+        _notebook_download(app, pagename, context)
+    _mathjax_only_with_maths(app, pagename, context)
+
+
+def _page_buttons(app, pagename, templatename, context, doctree):
+    """After the theme's buttons: launch buttons only on the chapters (Colab cannot open the
+    ``.md`` of a page without an ``.ipynb``)."""
+    if not _is_chapter_notebook(app, pagename):
+        context["header_buttons"] = [b for b in context.get("header_buttons", [])
+                                     if b.get("label") != "launch-buttons"]
+
+
+def _source_read(app, docname, source):
+    """A chapter's launch cell for the build's repository (the committed one is for
+    _config.yml's, ``python -m attnxai notebooks --launch-cells``): so that a build for a fork,
+    or for no repository, shows a launch cell that installs from where the buttons point."""
+    if not _is_chapter_notebook(app, docname):
+        return
+    sys.path.insert(0, str(ROOT / "src"))
+    from attnxai.course import LAUNCH_MARKER, with_launch_cell
+
+    if LAUNCH_MARKER in source[0]:
+        source[0] = with_launch_cell(source[0], app.config.html_theme_options["repository_url"],
+                                     name=docname)
 
 
 # ---------------------------------------------------------------- after the build
@@ -167,6 +265,8 @@ def _build_finished(app, exception):
 
 def setup(app):
     app.connect("config-inited", _config_inited, priority=900)
-    app.connect("html-page-context", _page_context)
+    app.connect("source-read", _source_read)
+    app.connect("html-page-context", _page_context, priority=500)
+    app.connect("html-page-context", _page_buttons, priority=600)
     app.connect("build-finished", _build_finished)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

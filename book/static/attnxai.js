@@ -214,6 +214,27 @@
       });
   }
 
+  // Search results: Sphinx shows a snippet of each page's HTML text, where maths is raw TeX
+  // (MathJax typesets the pages, not the snippets); a formula reads "(formula)" there instead.
+  function readableSearchSnippets() {
+    var search;
+    // searchtools.js declares `const Search` (a global binding, not a window property), after
+    // this script: look it up by name once the page is parsed
+    try { search = Search; } catch (e) { return; }
+    if (!search || !search.htmlToText || search.htmlToText.attnxai) return;
+    var original = search.htmlToText;
+    search.htmlToText = function (html, anchor) {
+      var doc = new DOMParser().parseFromString(html, "text/html");
+      doc.querySelectorAll(".math, mjx-container").forEach(function (m) {
+        m.replaceWith(doc.createTextNode("(formula)"));
+      });
+      return original(doc.documentElement.outerHTML, anchor);
+    };
+    search.htmlToText.attnxai = true;
+  }
+  // before searchtools.js's own DOMContentLoaded handler runs the query (this one is added first)
+  document.addEventListener("DOMContentLoaded", readableSearchSnippets);
+
   window.attnxaiSettle = settle;
   window.addEventListener("load", function () {
     settle().then(function () {

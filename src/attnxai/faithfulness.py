@@ -711,7 +711,8 @@ class TextExplanation:
         """The explanations side by side, one row per token (a terminal table). ``color``: ANSI
         green/red by sign."""
         names = list(self.scores)
-        cells = [[f"{v:+.{digits}f}" for v in self.scores[m]] for m in names]
+        # round, then + 0: a weight that rounds to zero prints +0.000, never -0.000
+        cells = [[f"{round(v, digits) + 0:+.{digits}f}" for v in self.scores[m]] for m in names]
         tw = max([5] + [len(t) for t in self.tokens])
         widths = [max(len(m), max((len(c) for c in col), default=0)) for m, col in
                   zip(names, cells)]

@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .bookdata import book_data, code_label, runs_header, write_summary
+from .bookdata import book_data, code_label, header_lines, runs_header, write_summary
 from .lime_corpus import (COLUMNS, ORDER_SEED, LimeCorpus, LimeSettings, approximation_columns,
                           approximation_names, full_length_reviews, lime_row, lime_seed,
                           review_order, summarize)
@@ -27,7 +27,7 @@ from .store import load_results
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "ModelRef", "RunReport", "Study",
-           "approximation_columns", "approximation_names", "book_data", "code_label",
+           "approximation_columns", "approximation_names", "book_data", "code_label", "header_lines",
            "full_length_reviews",
            "lime_row", "lime_seed", "load_results", "review_order", "run", "run_lime_corpus",
            "runs_header", "summarize", "write_summary"]
