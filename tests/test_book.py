@@ -25,6 +25,54 @@ def test_book_builds_on_quick_profile(quick_model):
     assert "sphinx-thebe" not in chapter and "binder-examples" not in chapter
 
 
+def _site_files(html):
+    """The pages and the downloadable notebooks and sources of a built site."""
+    return [p for p in html.rglob("*") if p.suffix in (".html", ".ipynb", ".md", ".txt")
+            and "reports" not in p.parts]
+
+
+@pytest.mark.slow
+def test_no_folder_of_the_building_machine_reaches_a_reader(quick_model):
+    """No page, downloadable notebook or source shows an absolute path of the machine that built
+    the book (its checkout, the model cache, the home folder): a reader's machine has other
+    folders (the launch cell names the cache relative to the chapter)."""
+    import os
+    from pathlib import Path
+
+    from attnxai.data import cache_dir
+
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    mine = {str(p) for p in (Path(__file__).resolve().parents[1], cache_dir().resolve(),
+                             Path(os.environ.get("ATTNXAI_CACHE", cache_dir())).resolve())}
+    home = str(Path.home().resolve())
+    if home not in ("/", ""):
+        mine.add(home + "/")
+    found = [f"{p.relative_to(html)}: {where}" for p in _site_files(html)
+             for where in sorted(mine) if where in p.read_text(errors="replace")]
+    assert not found, "absolute paths of the building machine:\n" + "\n".join(found[:10])
+
+
+@pytest.mark.slow
+def test_sympy_symbols_are_readable(quick_model):
+    """SymPy output shows symbols a reader can read: no label turned into a subscript
+    (\\alpha_{0 = \\E[\\pi]}) and no argument into one (\\delta_{j(p)})."""
+    import re
+
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    # in SymPy's output (class text_latex): a subscript holding "= \\E[...]" or "j(p)"
+    mangled = re.compile(r"_\{[^{}]*=[^{}]*\[[^{}]*\}|_\{\w+\(\w+\)\}")
+    outputs = re.compile(r'<div class="[^"]*\btext_latex\b[^"]*">(.*?)</div>', re.DOTALL)
+    found = [f"{p.name}: {m.group(0)}" for p in sorted((html / "notebooks").glob("*.html"))
+             for out in outputs.finditer(p.read_text()) for m in mangled.finditer(out.group(1))]
+    assert not found, found[:10]
+
+
 @pytest.mark.slow
 def test_student_site_has_no_solutions(quick_model):
     """The student edition (`make student`'s site): every exercise, no solution, neither on the
