@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import runconfig
+from .files import atomic_write
 
 ENV_PROFILE = "ATTNXAI_PROFILE"
 
@@ -59,7 +60,7 @@ def start(*, verbose: bool = True) -> str:
     if needed (about a minute on two cores).
     """
     from . import __version__
-    from .checkpoint import pretrained
+    from .trained import pretrained
     from .data import cache_dir
 
     explicit = os.environ.get(ENV_PROFILE)
@@ -280,7 +281,7 @@ def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.Path
         path = folder / (md.stem + ".ipynb")
         text = dumps(chapter_notebook(md, student=student, macros=macros))
         if not path.is_file() or path.read_text() != text:
-            path.write_text(text)
+            atomic_write(path, text)
         written.append(path)
     return written
 
@@ -353,5 +354,5 @@ def set_launch_cell(md: str | os.PathLike, url: str = "") -> bool:
     text = path.read_text()
     new = with_launch_cell(text, url, name=str(path))
     if new != text:
-        path.write_text(new)
+        atomic_write(path, new)
     return new != text

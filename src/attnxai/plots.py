@@ -90,9 +90,6 @@ def _readable_when_displayed() -> None:
 #: weight that pushes the explained logit (logit 1, "positive") up; red, one that pushes it down.
 TOWARDS = (46, 125, 50)
 AWAY = (198, 40, 40)
-#: What the colours mean, in the words of every colour key.
-CONVENTION = ('green pushes towards "positive" (logit 1), red (dotted underline) away from it; '
-              "the stronger the colour, the larger |weight| against the row's largest")
 
 
 def signed_cmap():
@@ -112,16 +109,18 @@ class TokenShading:
 
     ``rows``: (label, weights) pairs, weights aligned with ``tokens`` (NaN: unshaded); each row
     is scaled by its own largest |weight| unless ``scale`` is given. ``key``: which explainer and
-    which score are shaded, said before the colours' meaning."""
+    which score are shaded, said before the colours' meaning; ``towards``: the class the weights
+    explain (logit 1, "positive", in the book)."""
 
     def __init__(self, tokens: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]], *,
-                 key: str, scale: float | None = None):
+                 key: str, scale: float | None = None, towards: str = '"positive"'):
         if not key or not key.strip():
             raise ValueError("a token shading needs its key: which explainer and which score it shades")
         if not rows:
             raise ValueError("no row of weights to shade")
         self.tokens = [str(t) for t in tokens]
         self.key = key.strip()
+        self.towards = towards
         self.rows = []
         for label, w in rows:
             w = np.asarray(w, dtype=float)
@@ -151,7 +150,7 @@ class TokenShading:
                   'margin: 0 .3em"></span>')
         key = (f'<div class="attnxai-key" style="font-family: sans-serif; font-size: .85em; '
                f'color: #555; line-height: 1.5; margin-bottom: .2em">{html.escape(self.key)}. '
-               f'{swatch.format("%d,%d,%d" % TOWARDS)}towards "positive", '
+               f'{swatch.format("%d,%d,%d" % TOWARDS)}towards {html.escape(self.towards)}, '
                f'{swatch.format("%d,%d,%d" % AWAY)}away; opacity |weight| / largest |weight| of '
                "the row (hover a token for its weight).</div>")
         lines = []
@@ -189,7 +188,7 @@ class TokenShading:
         for label, cells in self.cells():
             head = rf"\textbf{{{_latex_escape(label)}}}\enspace " if label else ""
             rows.append(head + " ".join(box(tok, rgb, a) for tok, _, rgb, a in cells))
-        key = _latex_escape(f"{self.key}. Green: towards \"positive\"; red: away; "
+        key = _latex_escape(f"{self.key}. Green: towards {self.towards}; red: away; "
                             "opacity |weight| / largest |weight| of the row.")
         # \newline, not \par: the PDF builder puts the output in an amsmath environment
         body = r" \newline ".join([rf"\textit{{{key}}}"] + rows)
@@ -210,14 +209,15 @@ def _latex_escape(text: str) -> str:
 
 
 def token_html(tokens: Sequence[str], weights: Sequence[float], *, explainer: str, score: str,
-               scale: float | None = None, title: str | None = None) -> TokenShading:
-    """Tokens shaded by the book's convention (:data:`CONVENTION`: green pushes towards
-    "positive", red away), opacity ~ |weight| / ``scale``, with a colour key that names the
+               scale: float | None = None, title: str | None = None,
+               towards: str = '"positive"') -> TokenShading:
+    """Tokens shaded by the book's convention (book/notation.md: green pushes logit 1,
+    "positive", up, red down), opacity ~ |weight| / ``scale``, with a colour key that names the
     ``explainer`` and the ``score`` shaded (e.g. ``explainer="the model's own scores"``,
     ``score="s_t of logit 1, mean over heads"``). ``scale`` defaults to the largest |weight|, so
     the strongest token is fully coloured; ``title`` labels the row. ``display()`` the result."""
     return TokenShading(tokens, [(title or "", weights)],
-                        key=f"Shaded: {score}, from {explainer}", scale=scale)
+                        key=f"Shaded: {score}, from {explainer}", scale=scale, towards=towards)
 
 
 def attention_heatmap(tokens: Sequence[str], alpha, *, ax=None, head_labels: Sequence[str] | None = None,
@@ -268,7 +268,7 @@ def attention_heatmap(tokens: Sequence[str], alpha, *, ax=None, head_labels: Seq
 
 def explanations_html(tokens: Sequence[str], scores: dict[str, Sequence[float]], *,
                       score: str = "each explainer's weight of the token for logit 1",
-                      shared_scale: bool = False) -> TokenShading:
+                      shared_scale: bool = False, towards: str = '"positive"') -> TokenShading:
     """Figure 1: one shaded line of tokens per explainer (the row's label; see :func:`token_html`
     for the colours), with a key that says what is shaded (``score``).
 
@@ -280,7 +280,7 @@ def explanations_html(tokens: Sequence[str], scores: dict[str, Sequence[float]],
     top = max((np.nanmax(np.abs(np.asarray(v, float))) for v in scores.values()), default=1.0)
     return TokenShading(tokens, list(scores.items()),
                         key=f"One row per explainer ({', '.join(scores)}); shaded: {score}",
-                        scale=top if shared_scale else None)
+                        scale=top if shared_scale else None, towards=towards)
 
 
 def figure1_page(tokens: Sequence[str], scores: dict[str, Sequence[float]], *,
