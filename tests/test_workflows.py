@@ -74,6 +74,26 @@ def test_deploy_builds_with_the_readme_command_and_publishes_pages():
     assert "github.com/" not in text.replace("https://github.com/actions", "")
 
 
+def test_deploy_publishes_the_books_models_beside_the_site():
+    """After `make book`, the cached models go to _build/html/models (the folder the package
+    downloads from: attnxai.hub), before the site is uploaded."""
+    wf = _load("deploy.yml")
+    steps = _steps(wf)
+    names = [s.get("run", "") + s.get("uses", "") for s in steps]
+    build = next(i for i, n in enumerate(names) if "make book" in n)
+    publish = next(i for i, n in enumerate(names) if "publish-models" in n)
+    upload = next(i for i, n in enumerate(names) if n.startswith("actions/upload-pages-artifact"))
+    assert build < publish < upload
+    assert "--out _build/html/models" in names[publish]
+    assert names[publish].split()[0] == ".venv/bin/python"
+    from attnxai.hub import INDEX
+    from attnxai.repository import pages_url
+
+    # readers look where the Pages site of the repository serves that folder
+    assert pages_url("https://github.com/o/n") + "models/" + INDEX == "https://o.github.io/n/models/index.json"
+    assert wf["jobs"]["build"]["env"]["ATTNXAI_REPOSITORY"] == "${{ github.repository }}"
+
+
 def test_pull_requests_run_the_ci_script():
     wf = _load("tests.yml")
     assert "pull_request" in wf["on"]

@@ -9,6 +9,8 @@ A checkpoint is a folder::
     metrics.json        accuracies, timings, per-epoch history
     manifest.json       sha256 and size of the four files above, the vocabulary size and the
                         sha256 of the config (canonical JSON): written last at save, checked at load
+    origin.json         only in a downloaded checkpoint: where it came from (:func:`save_files`;
+                        informative, not verified)
 
 Where trained models are kept (one folder per profile and data, trained if missing) is
 :mod:`attnxai.cache`; this module reads and writes any folder.
@@ -65,14 +67,19 @@ from .multilayer import MultiLayerClassifier
 from .text import Vocab
 from .textmodel import Pretrained
 
-__all__ = ["CheckpointError", "CheckpointWarning", "MANIFEST", "MODEL_CLASSES", "checkpoint_files",
-           "config_sha256", "from_files", "load", "save"]
+__all__ = ["CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
+           "checkpoint_files", "config_sha256", "from_files", "load", "origin", "save",
+           "save_files"]
 
 #: The model classes a checkpoint can hold, by the name its config.json records (``arch``).
 MODEL_CLASSES: dict[str, type[ClassifierBase]] = {"AttentionClassifier": AttentionClassifier,
                                                    "MultiLayerClassifier": MultiLayerClassifier}
 _FILES = ("model.safetensors", "config.json", "vocab.json", "metrics.json")
 MANIFEST = "manifest.json"
+#: Every file of a checkpoint folder, the manifest last (what is published and downloaded).
+FILES = (*_FILES, MANIFEST)
+#: Where a downloaded checkpoint came from (:func:`save_files`; not verified, not published).
+ORIGIN = "origin.json"
 MANIFEST_VERSION = 1
 #: How many times a reader re-reads a folder that another process replaced while it was reading.
 _READ_ATTEMPTS = 8
@@ -115,8 +122,10 @@ def _manifest(files: dict[str, bytes], config: dict[str, Any], vocab_size: int, 
 
 def _damaged(path: Path, problems: list[str], profile: str | None) -> CheckpointError:
     what = "; ".join(problems)
-    return CheckpointError(f"checkpoint {path} is damaged: {what}. It cannot be trusted. "
-                           f"{rebuild_hint(path, profile)}")
+    err = CheckpointError(f"checkpoint {path} is damaged: {what}. It cannot be trusted. "
+                          f"{rebuild_hint(path, profile)}")
+    err.problems = problems                 # what is wrong, without the advice (attnxai.hub)
+    return err
 
 
 # ---------------------------------------------------------------------- saving
@@ -161,17 +170,25 @@ def save(pre: Pretrained, path: str | os.PathLike) -> Path:
              "vocab.json": json.dumps(pre.vocab.itos[3:], ensure_ascii=False).encode(),
              "metrics.json": json.dumps(pre.metrics, indent=2).encode()}
     files[MANIFEST] = _manifest(files, pre.config, len(pre.vocab))
+    _write(files, path)
+    pre.path = path
+    return path
+
+
+def _write(files: dict[str, bytes], path: Path, extra: dict[str, bytes] | None = None) -> None:
+    """Write the checkpoint files (then ``extra`` ones) into a new folder swapped in at ``path``,
+    under its lock (:func:`save`)."""
     check_writable(path.parent)
 
     def fill(tmp: Path) -> None:
         for name in (*_FILES, MANIFEST):           # the manifest last
             _files.write_durably(tmp / name, files[name])
+        for name, data in (extra or {}).items():
+            _files.write_durably(tmp / name, data)
 
     with writer_lock(path):
         _clean_stale(path.parent, path.name)
         replace_folder(path, fill)
-    pre.path = path
-    return path
 
 
 # ---------------------------------------------------------------------- loading
@@ -385,6 +402,34 @@ def checkpoint_files(path: str | os.PathLike) -> dict[str, bytes]:
     if MANIFEST not in files:
         files[MANIFEST] = _manifest(files, config, len(vocab), adopted=True)
     return {name: files[name] for name in (*_FILES, MANIFEST)}
+
+
+def save_files(files: dict[str, bytes], path: str | os.PathLike, *,
+               where: str | os.PathLike | None = None, origin: dict[str, Any] | None = None
+               ) -> Path:
+    """Write a checkpoint held in memory (the bytes of :data:`FILES`, e.g. downloaded) to the
+    folder ``path``, exactly these bytes, after verifying them as :func:`from_files` does (a
+    failure raises and writes nothing); atomically for readers and writers, as :func:`save`.
+    ``origin``: where the files came from, kept as ``origin.json`` in the folder (read by
+    :func:`origin`; not part of the verified checkpoint). ``where`` names the copy in errors."""
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise CheckpointError(f"{path} exists and is not a folder: cannot save a checkpoint there")
+    from_files(files, where=where if where is not None else path)
+    extra = None if origin is None else \
+        {ORIGIN: json.dumps(origin, indent=2, sort_keys=True).encode()}
+    _write({name: files[name] for name in FILES}, path, extra)
+    return path
+
+
+def origin(path: str | os.PathLike) -> dict[str, Any] | None:
+    """Where the checkpoint folder ``path`` came from when it was not trained here (its
+    ``origin.json``, written by :func:`save_files`), else None."""
+    try:
+        record = json.loads((Path(path) / ORIGIN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def from_files(files: dict[str, bytes], *, where: str | os.PathLike = "<checkpoint in memory>",

@@ -15,6 +15,7 @@ worker processes are killed and a cluster client closed on the way out.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import signal
 import sys
@@ -53,12 +54,16 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu",
                    help="where to train: cpu (default), cuda, cuda:N or mps (results equal the "
                         "CPU's to float rounding)")
+    p.add_argument("--no-download", action="store_true",
+                   help="train here even when the book's published model of the same cache key "
+                        "could be downloaded")
 
 
 def _train_run(args: argparse.Namespace) -> int:
     from .trained import pretrained
 
-    pre = pretrained(args.profile, archive=args.archive, device=args.device)
+    pre = pretrained(args.profile, archive=args.archive, device=args.device,
+                     download=not args.no_download)
     m = pre.metrics
     ref = paper.reported("multilayer_accuracy" if pre.model.n_layers > 1 else
                          "single_layer_accuracy")
@@ -77,24 +82,84 @@ def _info_args(p: argparse.ArgumentParser) -> None:
                         "else any known IMDb archive; nothing is downloaded)")
     p.add_argument("--path", default=None,
                    help="a checkpoint folder to verify and describe instead of a cached profile")
+    p.add_argument("--published", action="store_true",
+                   help="also compare it, file by file (sha256), with the model the book "
+                        "publishes under the same key (reads the published index)")
 
 
 def _info_run(args: argparse.Namespace) -> int:
-    """Offline: finds the cached model (or loads --path), verifies it, prints its metrics."""
-    from .checkpoint import MANIFEST, load
+    """Offline: finds the cached model (or loads --path), verifies it, prints its key, the
+    sha256 of its files, where it came from and its metrics; ``--published`` compares it with the
+    book's published model (online)."""
+    from .checkpoint import MANIFEST, load, origin
     from .trained import pretrained
 
     if args.path is not None:
         pre = load(args.path)
     else:
         pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
-                         progress=False)
-    manifest = (pre.path / MANIFEST).is_file()
-    print(json.dumps({"path": str(pre.path),
-                      "verified": ("files match their sha256 manifest" if manifest else
-                                   "consistency checks only (no manifest could be written)"),
-                      "data_sha256": pre.config.get("data_sha256"),
-                      **{k: v for k, v in pre.metrics.items() if k != "history"}}, indent=2))
+                         download=False, progress=False)
+    manifest = pre.path / MANIFEST
+    files = json.loads(manifest.read_bytes())["files"] if manifest.is_file() else {}
+    came = origin(pre.path)
+    out = {"path": str(pre.path), "model": pre.path.name, "key": pre.path.name.rsplit("-", 1)[-1],
+           "verified": ("files match their sha256 manifest" if files else
+                        "consistency checks only (no manifest could be written)"),
+           "sha256": {name: rec["sha256"] for name, rec in sorted(files.items())},
+           "manifest_sha256": (hashlib.sha256(manifest.read_bytes()).hexdigest()
+                               if files else None),
+           "origin": came or "trained on this machine (no origin.json)",
+           "data_sha256": pre.config.get("data_sha256"),
+           **{k: v for k, v in pre.metrics.items() if k != "history"}}
+    same = True
+    if args.published:
+        from .hub import compare_published
+
+        same, out["published"] = compare_published(pre.path)
+    print(json.dumps(out, indent=2))
+    return 0 if same else 1
+
+
+def _publish_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True,
+                   help="the folder to write (e.g. _build/html/models, served beside the site): "
+                        "one folder per model and index.json")
+    p.add_argument("--profiles", default="paper,multilayer",
+                   help="comma-separated profiles whose cached models to publish (default "
+                        "paper,multilayer); one not in the cache is skipped, saying so")
+    p.add_argument("--require", default="paper",
+                   help="comma-separated profiles that must be in the cache (default paper; "
+                        "'' for none)")
+    p.add_argument("--archive", default=None,
+                   help="IMDb .tar.gz the models were trained on (default: any known archive)")
+
+
+def _publish_run(args: argparse.Namespace) -> int:
+    """Copies the cached models (verified) and writes the index the package downloads from."""
+    from .cache import candidates
+    from .hub import publish
+    from .profiles import get_config
+
+    names = [s.strip() for s in args.profiles.split(",") if s.strip()]
+    required = {s.strip() for s in args.require.split(",") if s.strip()}
+    missing = required - set(names)
+    if missing:
+        raise ValueError(f"--require names {sorted(missing)}, which --profiles does not list")
+    folders = []
+    for name in names:
+        found = [f for f, _ in candidates(get_config(name), args.archive) if f.is_dir()]
+        if not found and name in required:
+            raise FileNotFoundError(f"no cached {name!r} model to publish: run `python -m "
+                                    f"attnxai train --profile {name}` first")
+        if not found:
+            print(f"attnxai publish-models: {name}: not in the cache, skipped", file=sys.stderr)
+        folders += found
+    if not folders:
+        raise FileNotFoundError(f"none of {names} is in the cache: nothing to publish")
+    index = publish(folders, args.out)
+    for folder in folders:
+        print(f"{args.out}/{folder.name}")
+    print(index)
     return 0
 
 
@@ -448,7 +513,11 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
     "train": (_train_args, _train_run,
               "train a profile (or load it from the cache) and print its metrics"),
     "info": (_info_args, _info_run,
-             "verify a cached model and print its metrics (offline: no training, no download)"),
+             "verify a cached model and print its key, files' sha256, origin and metrics "
+             "(offline: no training, no download; --published compares with the book's)"),
+    "publish-models": (_publish_args, _publish_run,
+                       "copy the cached models (verified) and the index readers download them "
+                       "from into a folder served beside the site"),
     "lime-experiment": (_lime_args, _lime_run,
                         "LIME (repeated) on many test reviews vs every closed-form "
                         "approximation; resumable, parallel"),

@@ -2,9 +2,10 @@
 
 * :func:`start` is what the first cell of every chapter calls (after installing attnxai when it
   is missing, e.g. on Colab): it picks the trained model the chapter will use and says which.
-  An explicit ``ATTNXAI_PROFILE`` wins; otherwise the paper's model if it is in the cache, else
-  the quick model (trained in about a minute), announced as such, so that a chapter launched on a
-  fresh machine runs in minutes instead of training for ten.
+  An explicit ``ATTNXAI_PROFILE`` wins; otherwise the paper's model if it is in the cache or
+  the book's published one can be downloaded (seconds), else the quick model (trained in about a
+  minute), announced as such, so that a chapter launched on a fresh machine runs in minutes
+  instead of training for ten.
 * :func:`chapter_notebook` turns a chapter (jupytext MyST Markdown) into a Jupyter notebook without
   outputs: the ``notebooks/*.ipynb`` that Colab and the download menu open
   (``tests/test_notebooks_sync.py`` checks they match the ``.md``); ``student=True`` removes the
@@ -53,14 +54,17 @@ LAUNCH_MARKER = "# Launch cell:"
 def start(*, verbose: bool = True) -> str:
     """Choose the profile a chapter runs on, say which, and return it ("paper" or "quick").
 
-    ``ATTNXAI_PROFILE`` set: that profile. Unset: "paper" if the paper's model is already
-    trained (in ``attnxai.data.cache_dir()``), else "quick", which is then set in
+    ``ATTNXAI_PROFILE`` set: that profile. Unset: "paper" if the paper's model is in the cache
+    (``attnxai.data.cache_dir()``) or the book's published one can be downloaded (verified,
+    :mod:`attnxai.hub`; it says where it came from), else "quick", which is then set in
     ``os.environ`` so that every later ``attnxai.pretrained()`` and ``sized()`` of the session use
-    it. Nothing is trained here; the chapter's own ``attnxai.pretrained()`` trains the quick model
-    if needed (about a minute on two cores).
+    it (the message says why the download was not possible and how to turn it on). Nothing is
+    trained here; the chapter's own ``attnxai.pretrained()`` trains the quick model if needed
+    (about a minute on two cores).
     """
     from . import __version__
-    from .trained import pretrained
+    from .checkpoint import origin
+    from .trained import ModelNotCached, pretrained
     from .data import cache_dir
 
     explicit = os.environ.get(ENV_PROFILE)
@@ -69,15 +73,21 @@ def start(*, verbose: bool = True) -> str:
         why = f"{ENV_PROFILE}={chosen} is set"
     else:
         try:
-            pretrained("paper", train_if_missing=False, progress=False)
-            chosen, why = "paper", "the paper's model is trained and cached"
-        except FileNotFoundError:
+            pre = pretrained("paper", train_if_missing=False, progress=verbose)
+            came = origin(pre.path)
+            chosen, why = "paper", (
+                "the paper's model is trained and cached" if came is None else
+                f"the book's paper model {pre.path.name}, downloaded from {came.get('url')} on "
+                f"{str(came.get('downloaded', '?'))[:10]} and verified; `python -m attnxai info` "
+                "shows its key and the sha256 of its files")
+        except ModelNotCached as exc:
             chosen = "quick"
             os.environ[ENV_PROFILE] = chosen
-            why = ("no trained paper model in this cache, so this session FALLS BACK TO THE QUICK "
-                   "MODEL (trained in about a minute, small samples): its numbers differ from the "
-                   "book's. For the paper's model run `python -m attnxai train --profile paper` "
-                   "(about 10 minutes on two cores), then restart the kernel")
+            why = ("no trained paper model in this cache and the book's was not downloaded "
+                   f"({exc.reason}), so this session FALLS BACK TO THE QUICK MODEL (trained in "
+                   "about a minute, small samples): its numbers differ from the book's. For the "
+                   "paper's model run `python -m attnxai train --profile paper` (about 10 minutes "
+                   "on two cores), then restart the kernel")
     if verbose:
         print(f"attnxai {__version__}: profile {chosen!r} ({why}).\n"
               f"cache: {shown_path(cache_dir())}")
@@ -308,12 +318,13 @@ _CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?:(?::[^\n]*\n)+\n?)?(?P<bod
 
 
 def repository_url(root: str | os.PathLike = ".") -> str:
-    """_config.yml's ``repository.url`` (the one place the book's repository is set); "" while
-    the book names none."""
-    import yaml
+    """_config.yml's ``repository.url`` (the one place the book's repository is set; read by
+    :func:`attnxai.repository.configured_url`, which the model downloads use too); "" while the
+    book names none (empty, or the old ``OWNER/REPOSITORY`` placeholder)."""
+    from .repository import configured_url, names_repository
 
-    config = yaml.safe_load(Path(root, "_config.yml").read_text())
-    return str((config.get("repository") or {}).get("url") or "").strip().rstrip("/")
+    url = configured_url(root)
+    return url if names_repository(url) else ""
 
 
 def launch_cell(url: str = "") -> str:

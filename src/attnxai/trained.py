@@ -1,6 +1,8 @@
 """A profile's trained model: :func:`pretrained` finds it in the cache (:mod:`attnxai.cache`),
-loads and verifies it (:mod:`attnxai.checkpoint`), and trains and saves it first when it is
-missing (:mod:`attnxai.train`).
+loads and verifies it (:mod:`attnxai.checkpoint`); when it is missing, downloads the book's
+published model of the same cache key (:mod:`attnxai.hub`: verified, unless offline or no
+published location is configured), and only then trains and saves it (:mod:`attnxai.train`),
+saying why at each step.
 
 **Concurrency.** The training and the save run under the checkpoint folder's lock
 (:func:`attnxai.files.writer_lock`), so two processes that need the same missing model train it
@@ -21,15 +23,25 @@ from filelock import Timeout
 
 from .cache import FORMAT_VERSION, candidates, folder_name, rebuild_hint
 from .checkpoint import CheckpointError, load, save
-from .data import check_writable, load_imdb
+from .data import CacheError, check_writable, load_imdb
 from .devices import check_device
 from .files import writer_lock
+from .hub import HubError, fetch
 from .profiles import TrainConfig, get_config
 from .runconfig import profile as book_profile
 from .textmodel import Pretrained
 from .train import train
 
-__all__ = ["load_cached", "pretrained"]
+__all__ = ["ModelNotCached", "load_cached", "pretrained"]
+
+
+class ModelNotCached(FileNotFoundError):
+    """No cached model, none downloaded, and ``train_if_missing=False``; ``reason`` says why it
+    was not downloaded."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 def load_cached(folder: Path, config: TrainConfig, dtype: torch.dtype = torch.float32
@@ -46,7 +58,7 @@ def load_cached(folder: Path, config: TrainConfig, dtype: torch.dtype = torch.fl
 
 
 def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None = None,
-               train_if_missing: bool = True, progress: bool = True,
+               train_if_missing: bool = True, download: bool = True, progress: bool = True,
                dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
                ) -> Pretrained:
     """The model trained with ``profile`` ("paper", "quick", another name of
@@ -54,10 +66,14 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     needed. ``profile=None`` reads ``ATTNXAI_PROFILE`` (default "paper"): this is how the test
     build of the book runs every chapter on the quick model.
 
-    Offline first: a cached model is found and loaded without reading the IMDb archive's reviews
-    and without the network (:func:`attnxai.cache.candidates`). Only training needs the data (then
-    downloaded if no archive is given). ``train_if_missing=False`` raises ``FileNotFoundError``
-    instead of training. ``device``: where a training runs
+    The lookup, in this order: the cache (found and loaded without reading the IMDb archive's
+    reviews and without the network, :func:`attnxai.cache.candidates`); then, with ``download``,
+    the book's published model of the same cache key (:func:`attnxai.hub.fetch`: nothing when
+    ``ATTNXAI_OFFLINE=1`` or no published location is configured; verified against the index
+    and its manifest before it enters the cache); then training, which alone needs the data
+    (downloaded if no archive is given). ``train_if_missing=False`` raises
+    :class:`ModelNotCached` (a ``FileNotFoundError``) instead of training. With ``progress``,
+    each step says why it is taken. ``device``: where a training runs
     (:func:`attnxai.devices.check_device`, checked first); the model returned is on the CPU."""
     device = check_device(device)
     on = {} if device.type == "cpu" else {"device": device}     # train()'s default is the CPU
@@ -67,18 +83,27 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
         if folder.is_dir():
             return load_cached(folder, config, dtype)
     models = found[0][0].parent
+    reason = "downloading was not asked for"
+    if download:
+        try:
+            check_writable(models)             # before downloading anything
+            return load_cached(fetch(config, [f for f, _ in found], progress=progress), config,
+                               dtype)
+        except (HubError, CacheError) as exc:
+            reason = str(exc)
     if not train_if_missing:
         cached = sorted(p.name for p in models.iterdir() if p.is_dir()
                         and not p.name.startswith(".")) if models.is_dir() else []
-        raise FileNotFoundError(
+        raise ModelNotCached(
             f"no cached model for profile {config.profile!r} in {models} (looked for "
             + ", ".join(f"{f.name} ({name})" for f, name in found)
-            + f"; cached: {', '.join(cached) or 'none'}); run "
-            f"`python -m attnxai train --profile {config.profile}`")
-    check_writable(models)                     # before downloading or training anything
+            + f"; cached: {', '.join(cached) or 'none'}) and none downloaded ({reason}); run "
+            f"`python -m attnxai train --profile {config.profile}`", reason)
+    check_writable(models)                     # before training anything
     if progress:
-        print(f"attnxai: no cached {config.profile!r} model under {models}: training it first "
-              "(it is cached for the next time)", file=sys.stderr, flush=True)
+        print(f"attnxai: no cached {config.profile!r} model under {models}, and the book's was "
+              f"not downloaded ({reason}): training it first (it is cached for the next time)",
+              file=sys.stderr, flush=True)
     data = load_imdb(archive)
     folder = models / folder_name(config, data.checksum)
     lock = writer_lock(folder)
