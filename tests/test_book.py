@@ -138,3 +138,33 @@ def test_the_student_edition_says_so_and_launches_its_branch(monkeypatch):
         assert ("announcement" in config.html_theme_options) == (name == "student")
     syllabus = (ROOT / "book" / "syllabus.md").read_text()
     assert "```{only} student" in syllabus and "```{only} instructor" in syllabus
+
+
+PRINTABLE = {"text/latex", "text/markdown", "image/png", "image/jpeg", "application/pdf"}
+
+
+@pytest.mark.slow
+def test_every_rich_output_has_a_form_the_pdf_can_print(quick_model):
+    """An output that the site shows as HTML needs a LaTeX (or image) form too, or the PDF
+    prints its Python repr (README.md, chapter conventions 7). Read in the executed chapters of
+    the test build, so it holds where TeX is not installed too (tests/test_pdf.py reads the PDF
+    itself where it is)."""
+    import json
+
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    executed = sorted((html.parent / "jupyter_execute").rglob("*.ipynb"))
+    assert executed, "no executed notebooks in the test build"
+    missing = []
+    for path in executed:
+        for cell in json.loads(path.read_text())["cells"]:
+            if "hide-output" in cell.get("metadata", {}).get("tags", []):
+                continue                                   # not in the PDF either
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                if "text/html" in data and not PRINTABLE & set(data):
+                    plain = "".join(data.get("text/plain", ""))[:60]
+                    missing.append(f"{path.stem}: {plain}")
+    assert not missing, f"{len(missing)} outputs with only an HTML form: {missing[:10]}"

@@ -126,3 +126,33 @@ def test_the_student_branch_recipe_leaves_no_solution(tmp_path):
         source = "".join("".join(c["source"]) for c in nb["cells"])
         assert "{solution" not in source and "Student edition" in source, md.name
     assert main(["notebooks", "--root", str(tmp_path), "--in-place"]) == 2   # needs --student
+
+
+def test_targets_that_reuse_a_built_book_do_not_need_imdb():
+    """`make student` and `make pdf` reuse `make book`'s executed chapters: with the model in
+    the cache they must not fetch IMDb (no archive, no network: they stopped at "could not
+    download the IMDb archive"). Only training a missing model reaches the `data` target."""
+    import re
+
+    rules, recipes, target = {}, {}, None
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        m = re.match(r"^([\w.-]+):(?!=)\s*(.*)$", line)
+        if m and not line.startswith("\t"):
+            target = m.group(1)
+            rules[target] = m.group(2).split()
+            recipes[target] = []
+        elif line.startswith("\t") and target:
+            recipes[target].append(line.strip())
+
+    def needs(t, seen=()):
+        out = set()
+        for dep in rules.get(t, []):
+            if dep not in seen:
+                out |= {dep} | needs(dep, seen + (dep,))
+        return out
+
+    for target in ("pdf", "student"):
+        assert "model" in needs(target) and "data" not in needs(target), target
+    model = "\n".join(recipes["model"])
+    assert "attnxai info --profile paper" in model and "|| $(MAKE)" in model
+    assert "data" in needs("train-paper") and "train-paper" in model

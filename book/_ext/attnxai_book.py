@@ -181,7 +181,7 @@ def _build_finished(app, exception):
 # ---------------------------------------------------------------- proof index
 def _proof_domain():
     """sphinx-proof's domain with an index a reader can use: entries named "Theorem 3.1
-    (title)", grouped by chapter and in the order of their numbers (sphinx-proof lists raw labels
+    (title)", grouped by chapter, in the order of the book (sphinx-proof lists raw labels
     with file paths). Registered in place of sphinx-proof's (``add_domain(override=True)``)."""
     from collections import defaultdict
 
@@ -193,12 +193,15 @@ def _proof_domain():
         def generate(self, docnames=None):
             env = self.domain.env
             proofs = getattr(env, "proof_list", {})
-            titles = {}
+            titles, order = {}, {}
             for docname in sorted({info["docname"] for info in proofs.values()}):
                 for node in env.get_doctree(docname).findall(nodes.Element):
                     if "realtype" in node.attributes and node.get("label") in proofs:
                         head = node.children[0] if node.children else None
-                        titles[node["label"]] = head.astext() if isinstance(head, nodes.title) else ""
+                        # sphinx-proof's title already reads " (title)"
+                        titles[node["label"]] = head.astext().strip() if isinstance(
+                            head, nodes.title) else ""
+                        order[node["label"]] = len(order)
             groups = defaultdict(list)
             for label, info in proofs.items():
                 doc = info["docname"]
@@ -206,13 +209,12 @@ def _proof_domain():
                     continue
                 number = () if info["nonumber"] else \
                     env.toc_fignumbers.get(doc, {}).get(info["countertype"], {}).get(label, ())
-                name = " ".join(filter(None, (info["realtype"].title(), ".".join(map(str, number)))))
-                if titles.get(label):
-                    name += f" ({titles[label]})"
+                name = " ".join(filter(None, (info["realtype"].title(), ".".join(map(str, number)),
+                                              titles.get(label))))
                 chapter = env.toc_secnumbers.get(doc, {}).get("", ())
                 title = env.titles[doc].astext()
                 group = (chapter or (10**6,), f"{chapter[0]} {title}" if chapter else title)
-                groups[group].append((number or (10**6,), name,
+                groups[group].append((order.get(label, 10**6), name,       # as in the book
                                       IndexEntry(name, 0, doc, label, "", "", "")))
             content = [(heading, [entry for *_, entry in sorted(entries)])
                        for (_, heading), entries in sorted(groups.items())]
@@ -255,6 +257,7 @@ LATEX_PREAMBLE = r"""
   bottom=\the\dimexpr 1in+\voffset+\topmargin+\headheight+\headsep+\textheight+\footskip\relax,
   paperwidth=\the\paperwidth, paperheight=\the\paperheight}}
 \AtBeginDocument{\spx@image@maxheight=0.8\textheight}% a tall figure leaves room for its caption
+\renewcommand{\sphinxstyleindexentry}[1]{#1}% the proof index names theorems, not code
 \let\attnxai@admonition\sphinxadmonition
 \def\sphinxadmonition{\needspace{6\baselineskip}\attnxai@admonition}
 \newcommand{\attnxaiChapter}[1]{\setcounter{secnumdepth}{2}%
@@ -317,6 +320,23 @@ class _LatexNumbering:
                 command = (rf"\attnxaiChapter{{{number[0]}}}" if number
                            else r"\attnxaiUnnumbered")
             sof.insert(sof.index(section), nodes.raw("", command + "\n", format="latex"))
+
+
+def _drop_empty_chapters(doctree):
+    """sphinx-jupyterbook-latex moves every bibliography to the end of the book, which leaves
+    the Bibliography chapter a title over two blank pages: drop a chapter with nothing but its
+    title (the bibliography keeps its own heading)."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    for sof in list(doctree.findall(addnodes.start_of_file)):
+        sections = [c for c in sof.children if isinstance(c, nodes.section)]
+        if len(sections) != 1:
+            continue
+        content = [c for c in sections[0].children if not isinstance(c, nodes.title)]
+        if all(type(c).__name__ == "HiddenCellNode" or isinstance(c, (nodes.target, nodes.raw))
+               for c in content):
+            sof.parent.remove(sof)
 
 
 class _LatexProofTitles:
@@ -433,6 +453,7 @@ def _latex_transforms(app):
         def apply(self, **kwargs):
             if not _latex_only(self):
                 return
+            _drop_empty_chapters(self.document)
             _LatexNumbering.apply(self.document, self.env)
             _LatexProofTitles.apply(self.document)
             macros = (self.config.mathjax3_config or {}).get("tex", {}).get("macros", {})

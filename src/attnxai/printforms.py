@@ -349,14 +349,17 @@ class _Breaker:
     def fits(self, tex, budget) -> bool:
         return math_width(tex) <= SAFETY * budget
 
-    def lines(self, e, budget) -> list[str]:
-        """``e`` as one or more rows, each at most ``budget`` wide where possible."""
+    def lines(self, e, budget, first=None) -> list[str]:
+        """``e`` as one or more rows where possible: the first at most ``first`` wide (default
+        ``budget``: it may follow something on its row), the others, which start one indent
+        after the alignment point, at most ``budget`` less that indent."""
         sp = self.sp
+        first = budget if first is None else first
         whole = self.tex(e)
-        if self.fits(whole, budget):
+        if self.fits(whole, first):
             return [whole]
         if isinstance(e, sp.Add):
-            return self.sum_lines(e, budget)
+            return self.sum_lines(e, budget, first)
         if isinstance(e, sp.Mul):
             # the factors as they are: rebuilding num * 1/den would let SymPy distribute a
             # number over a sum (3 (a + b) -> 3 a + 3 b)
@@ -365,15 +368,15 @@ class _Breaker:
             num = [f for f in factors if not (f.is_Pow and f.exp.is_negative)]
             den_tex = self.tex(sp.Mul(*den, evaluate=False)) if den else ""
             num_tex = self.tex(sp.Mul(*num, evaluate=False)) if num else "1"
-            if den and not self.fits(den_tex, budget) and self.fits(num_tex, budget):
-                rows = self.lines(sp.Mul(*den, evaluate=False), budget - self.indent_pt)
+            if den and not self.fits(den_tex, first) and self.fits(num_tex, first):
+                rows = self.lines(sp.Mul(*den, evaluate=False), first, first - self.indent_pt)
                 return [rf"\frac{{{num_tex}}}{{\begin{{gathered}}"
                         + r" \\ ".join(rows[:1] + [_binary(r) for r in rows[1:]])
                         + r"\end{gathered}}"]
-            return self.product_lines(num, den, budget) or [whole]
+            return self.product_lines(num, den, budget, first) or [whole]
         return [whole]
 
-    def sum_lines(self, e, budget) -> list[str]:
+    def sum_lines(self, e, budget, first) -> list[str]:
         from sympy.printing.latex import LatexPrinter
 
         terms = LatexPrinter()._as_ordered_terms(e)
@@ -384,14 +387,15 @@ class _Breaker:
             if i and self.sp.Add in type(-term if negative else term).__mro__:
                 tex = rf"\left({tex}\right)"
             sign = "- " if negative else ("+ " if i else "")
-            width = budget if not rows else budget - self.indent_pt
+            width = first if not rows else budget - self.indent_pt
             if row and not self.fits(row + " " + sign + tex, width):
                 rows.append(row)
                 row = sign + tex
             else:
                 row = (row + " " + sign + tex).strip()
             if not self.fits(row, width):          # one term alone too wide: break it too
-                sub = self.lines(-term if negative else term, width - math_width(sign or "x"))
+                sub = self.lines(-term if negative else term, budget,
+                                 width - math_width(sign or "x"))
                 if len(sub) > 1:
                     head = row[: len(row) - len(tex)]
                     rows.append(head + sub[0])
@@ -400,7 +404,7 @@ class _Breaker:
         rows.append(row)
         return rows
 
-    def product_lines(self, num, den, budget) -> list[str] | None:
+    def product_lines(self, num, den, budget, first) -> list[str] | None:
         """The product of factors ``num`` over those of ``den`` with the widest sum among
         ``num`` broken inside ``\\Bigl( ... \\Bigr)``, the other factors (the coefficient)
         before it; None if there is no sum to break."""
@@ -415,7 +419,7 @@ class _Breaker:
         if isinstance(coeff, sp.Add):           # SymPy distributed a number over a sum
             coeff = sp.Mul(*factors, evaluate=False)
         prefix = {"1": "", "-1": "-"}.get(self.tex(coeff), self.tex(coeff))
-        inner = self.lines(widest, budget - math_width(prefix + r"\Bigl(") - self.indent_pt)
+        inner = self.lines(widest, budget, first - math_width(prefix + r"\Bigl("))
         if len(inner) == 1:
             return None
         return [prefix + r" \Bigl(" + inner[0]] + inner[1:-1] + [inner[-1] + r" \Bigr)"]
