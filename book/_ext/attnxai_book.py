@@ -281,12 +281,14 @@ def _latex_numbering(app):
     from sphinx.builders.latex import LaTeXBuilder
 
     if isinstance(app.builder, LaTeXBuilder) and app.config.numfig_secnum_depth != 1:
-        app.env.attnxai_writer_secnum_depth = app.config.numfig_secnum_depth
+        # on the application, not the environment: the environment is pickled and shared
+        # with the HTML build of the same folder (make book after make pdf)
+        app.attnxai_writer_secnum_depth = app.config.numfig_secnum_depth
         app.config.numfig_secnum_depth = 1
 
 
 def _restore_latex_numbering(app, env):
-    depth = getattr(env, "attnxai_writer_secnum_depth", None)
+    depth = getattr(app, "attnxai_writer_secnum_depth", None)
     if depth is not None:
         app.config.numfig_secnum_depth = depth
 
@@ -374,65 +376,35 @@ class _LatexTables:
         from docutils import nodes
         from sphinx import addnodes
 
+        sys.path.insert(0, str(ROOT / "src"))
+        from attnxai.printforms import TABLE_MARK
+
         for block in list(doctree.findall(nodes.math_block)):
-            text = block.astext()
-            if "text_latex" in block["classes"] and re.match(
-                    r"\s*(\{\\[a-z]+size\b[^\n]*\n|\{\\small[^\n]*\n)?\s*\\begin\{(tabular|longtable)\}",
-                    text):
-                block.replace_self(nodes.raw("", text, format="latex"))
+            if "text_latex" in block["classes"] and block.astext().lstrip().startswith(TABLE_MARK):
+                block.replace_self(nodes.raw("", block.astext(), format="latex"))
         for table in list(doctree.findall(nodes.table)):
-            prev = table.parent[table.parent.index(table) - 1] if table.parent.index(table) else None
-            if isinstance(prev, addnodes.tabular_col_spec) or "colwidths-given" in table["classes"]:
-                continue
+            at = table.parent.index(table)
+            if (at and isinstance(table.parent[at - 1], addnodes.tabular_col_spec)) \
+                    or "colwidths-given" in table["classes"]:
+                continue                                  # the page chose its widths
             spec = cls.colspec(table, macros)
             if spec:
-                table.parent.insert(table.parent.index(table),
-                                    addnodes.tabular_col_spec(spec=spec))
-
-    @staticmethod
-    def expand(tex: str, macros: dict) -> str:
-        """``tex`` with the book's MathJax macros (no arguments) written out, for measuring."""
-        return re.sub(r"\\([A-Za-z]+)(?![A-Za-z])",
-                      lambda m: macros.get(m.group(1), m.group(0)) if isinstance(
-                          macros.get(m.group(1)), str) else m.group(0), tex)
+                table.parent.insert(at, addnodes.tabular_col_spec(spec=spec))
 
     @classmethod
     def colspec(cls, table, macros: dict) -> str | None:
+        """``\\X`` columns for ``table`` if it does not fit at natural width, else None."""
         from docutils import nodes
 
-        sys.path.insert(0, str(ROOT / "src"))
-        from attnxai.printforms import CHAR_PT, fit_columns, math_width
+        from attnxai.printforms import fit_columns
 
         group = next(table.findall(nodes.tgroup))
         ncols = int(group["cols"])
         natural, minimum = [0.0] * ncols, [0.0] * ncols
         for row in group.findall(nodes.row):
             for j, entry in enumerate(row.children[:ncols]):
-                width, piece = 0.0, 0.0
-                for node in entry.findall(lambda n: isinstance(n, (nodes.Text, nodes.math,
-                                                                    nodes.literal))):
-                    if isinstance(node, nodes.math):
-                        # text-style maths: kept whole when short, else TeX may break it
-                        # after a relation
-                        tex = cls.expand(node.astext(), macros)
-                        w = math_width(tex, display=False) * 1.05
-                        if w > 0.3 * cls.LINE_PT:
-                            w_piece = max(math_width(p, display=False) * 1.05 for p in
-                                          re.split(r"=|\\in\b|\\le\b|\\ge\b|<|>", tex))
-                        else:
-                            w_piece = w
-                        width, piece = width + w, max(piece, w_piece)
-                    elif isinstance(node, nodes.literal):
-                        words = node.astext().split()
-                        width += 6.0 * len(node.astext())         # 10 pt monospace
-                        piece = max([piece] + [6.0 * len(w) for w in words])
-                    elif not isinstance(node.parent, (nodes.math, nodes.literal)):
-                        # a short cell ("1.5 h", "31 s") is not worth breaking
-                        words = [str(node)] if len(str(node)) <= 12 else str(node).split()
-                        width += CHAR_PT * len(str(node))
-                        piece = max([piece] + [CHAR_PT * len(w) for w in words])
-                natural[j] = max(natural[j], width)
-                minimum[j] = max(minimum[j], piece)
+                width, piece = cls.measure(entry, macros)
+                natural[j], minimum[j] = max(natural[j], width), max(minimum[j], piece)
         room = cls.LINE_PT - 12.0 * ncols
         if sum(natural) <= room:
             return None                                   # tabulary sets it at natural width
@@ -441,6 +413,40 @@ class _LatexTables:
         total = sum(widths)
         return "".join(rf">{{\raggedright\arraybackslash}}\X{{{int(1000 * w / total)}}}{{1000}}"
                        for w in widths)
+
+    @classmethod
+    def measure(cls, entry, macros: dict) -> tuple[float, float]:
+        """(width on one line, widest unbreakable piece) of a table cell, in points at 10 pt."""
+        from docutils import nodes
+
+        from attnxai.printforms import CHAR_PT, math_width
+
+        width, piece = 0.0, 0.0
+        for node in entry.findall(lambda n: isinstance(n, (nodes.Text, nodes.math, nodes.literal))):
+            if isinstance(node, nodes.math):
+                # text-style maths: kept whole when short, else TeX may break it after a relation
+                tex = cls.expand(node.astext(), macros)
+                parts = [tex]
+                if math_width(tex, display=False) * 1.05 > 0.3 * cls.LINE_PT:
+                    parts = re.split(r"=|\\in\b|\\le\b|\\ge\b|<|>", tex)
+                width += math_width(tex, display=False) * 1.05
+                piece = max([piece] + [math_width(p, display=False) * 1.05 for p in parts])
+            elif isinstance(node, nodes.literal):
+                width += 6.0 * len(node.astext())                 # 10 pt monospace
+                piece = max([piece] + [6.0 * len(w) for w in node.astext().split()])
+            elif not isinstance(node.parent, (nodes.math, nodes.literal)):
+                text = str(node)                # a short cell ("1.5 h", "31 s") stays whole
+                width += CHAR_PT * len(text)
+                piece = max([piece] + [CHAR_PT * len(w) for w in
+                                       ([text] if len(text) <= 12 else text.split())])
+        return width, piece
+
+    @staticmethod
+    def expand(tex: str, macros: dict) -> str:
+        """``tex`` with the book's MathJax macros (no arguments) written out, for measuring."""
+        return re.sub(r"\\([A-Za-z]+)(?![A-Za-z])",
+                      lambda m: macros.get(m.group(1), m.group(0)) if isinstance(
+                          macros.get(m.group(1)), str) else m.group(0), tex)
 
 
 def _latex_transforms(app):

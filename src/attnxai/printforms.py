@@ -98,6 +98,10 @@ class _TableCells(HTMLParser):
             self._cell[0].append(data)
 
 
+#: The first line of every table's LaTeX form: the book's extension recognises it (myst-nb hands
+#: a ``text/latex`` output over as maths) and sets the table as LaTeX, not as an equation.
+TABLE_MARK = "% attnxai.printforms table"
+
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
                 "%": r"\%", "#": r"\#", "_": r"\_", "~": r"\textasciitilde{}",
                 "^": r"\textasciicircum{}", "\u00a0": "~"}
@@ -159,9 +163,9 @@ def table_latex(html: str, *, line_pt: float = LINE_PT) -> str:
         out = [rf"\begin{{tabular}}{{{colspec}}}", r"\hline", *top, r"\hline" if top else "",
                *rest, r"\hline", r"\end{tabular}"]
     body_tex = "\n".join(x for x in out if x)
-    if size == "normalsize":
-        return body_tex
-    return f"{{\\{size}\\setlength{{\\tabcolsep}}{{{sep:g}pt}}\n{body_tex}\n}}"
+    if size != "normalsize":
+        body_tex = f"{{\\{size}\\setlength{{\\tabcolsep}}{{{sep:g}pt}}\n{body_tex}\n}}"
+    return f"{TABLE_MARK}\n{body_tex}"
 
 
 def _merge_index_names(head, n_index):
@@ -473,5 +477,5 @@ def register(ip=None) -> bool:
     return True
 
 
-__all__ = ["LINE_PT", "fit_columns", "math_width", "register", "sympy_latex", "table_latex",
-           "tex_escape"]
+__all__ = ["LINE_PT", "TABLE_MARK", "fit_columns", "math_width", "register", "sympy_latex",
+           "table_latex", "tex_escape"]
