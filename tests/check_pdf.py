@@ -44,7 +44,7 @@ KINDS = ("Axiom", "Theorem", "Lemma", "Algorithm", "Definition", "Remark", "Conj
 REPR = re.compile(r"<(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?: object(?: at 0x[0-9a-fA-F]+)?"
                   r"| at 0x[0-9a-fA-F]+)>|<Figure size [\d.]+x[\d.]+ with \d+ Axes>")
 BOX_TITLE = re.compile(rf"^(?:{'|'.join(KINDS)}|Exercise|Solution to Exercise)(?: \d+(?:\.\d+)*)?"
-                       r"(?: \(.*)?$|^(?:Proof|Learning objectives|Note|Warning|Important|Tip)$")
+                       r"(?: \(.*\))?$|^(?:Proof|Learning objectives|Note|Warning|Important|Tip)$")
 
 
 def run(*cmd: str) -> str:

@@ -74,7 +74,7 @@ def test_a_wide_table_wraps_text_but_never_below_its_longest_word():
 
 
 def test_many_rows_make_a_longtable_and_no_table_is_an_error():
-    df = pd.DataFrame({"x": range(60)})
+    df = pd.DataFrame({"x": range(30)})
     assert r"\begin{longtable}" in table_latex(df.style._repr_html_()) and r"\endhead" in \
         table_latex(df.style._repr_html_())
     with pytest.raises(ValueError, match="no <table>"):

@@ -133,7 +133,7 @@ def table_latex(html: str, *, line_pt: float = LINE_PT) -> str:
 
     Columns take their natural width when the table fits ``line_pt``; otherwise headers wrap,
     then text columns wrap (never narrower than their longest word), then the type shrinks to
-    ``\\small`` and ``\\footnotesize``. More than 40 body rows make a ``longtable`` (it breaks
+    ``\\small`` and ``\\footnotesize``. More than 20 body rows make a ``longtable`` (it breaks
     across pages and repeats its header). Raises ``ValueError`` if ``html`` holds no table.
     """
     cells = _TableCells()
@@ -156,9 +156,11 @@ def table_latex(html: str, *, line_pt: float = LINE_PT) -> str:
     top = lines[:len(head)]
     rest = lines[len(head):]
     colspec = "".join(spec)
-    if len(body) > 40:
-        out = [rf"\begin{{longtable}}{{{colspec}}}", r"\hline", *top, r"\hline", r"\endhead",
-               r"\hline", r"\endlastfoot", *rest, r"\end{longtable}"]
+    if len(body) > 20:        # a long table breaks across pages instead of leaving a gap
+        # flush left, as the short tables are (longtable centres by default)
+        out = [r"{\setlength{\LTleft}{0pt}\setlength{\LTright}{\fill}",
+               rf"\begin{{longtable}}{{{colspec}}}", r"\hline", *top, r"\hline", r"\endhead",
+               r"\hline", r"\endlastfoot", *rest, r"\end{longtable}}"]
     else:
         out = [rf"\begin{{tabular}}{{{colspec}}}", r"\hline", *top, r"\hline" if top else "",
                *rest, r"\hline", r"\end{tabular}"]
