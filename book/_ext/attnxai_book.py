@@ -277,7 +277,8 @@ def _latex_numbering(app):
     """sphinx-jupyterbook-latex numbers figures by section for LaTeX (numfig_secnum_depth 2,
     which LaTeX's part level needs); sphinx-proof and sphinx-exercise print those numbers, so
     "Exercise 3.2" of the site became "Exercise 3.6.2". Number as the site does while the
-    environment assigns numbers (_restore_latex_numbering puts 2 back for the LaTeX writer)."""
+    environment assigns numbers (_restore_latex_numbering puts 2 back for the LaTeX writer,
+    whose per-chapter figure counters need it)."""
     from sphinx.builders.latex import LaTeXBuilder
 
     if isinstance(app.builder, LaTeXBuilder) and app.config.numfig_secnum_depth != 1:
@@ -287,7 +288,10 @@ def _latex_numbering(app):
         app.config.numfig_secnum_depth = 1
 
 
-def _restore_latex_numbering(app, env):
+def _restore_latex_numbering(app):
+    """Give the LaTeX writer back its numfig_secnum_depth: called from the post-transform of
+    the assembled book, after Sphinx has numbered the figures (at every build, whether or not
+    a page changed) and before the writer reads the setting."""
     depth = getattr(app, "attnxai_writer_secnum_depth", None)
     if depth is not None:
         app.config.numfig_secnum_depth = depth
@@ -459,6 +463,7 @@ def _latex_transforms(app):
         def apply(self, **kwargs):
             if not _latex_only(self):
                 return
+            _restore_latex_numbering(self.app)
             _drop_empty_chapters(self.document)
             _LatexNumbering.apply(self.document, self.env)
             _LatexProofTitles.apply(self.document)
@@ -473,8 +478,6 @@ def setup(app):
     app.connect("config-inited", _edition_config, priority=905)
     app.connect("config-inited", _latex_config, priority=910)
     app.connect("builder-inited", _latex_numbering, priority=600)
-    # after env-get-updated, where Sphinx numbers the figures, and before the LaTeX writer
-    app.connect("env-check-consistency", _restore_latex_numbering)
     _latex_transforms(app)
     app.add_domain(_proof_domain(), override=True)
     app.connect("html-page-context", _page_context)
