@@ -11,10 +11,11 @@
   numbered "chapter.k" in its own chapter, exercises 1, 2, ... in each chapter, and the
   syllabus's table of exercises the same list as the book's;
 * boxes: none without a title (an empty title bar) and none whose title is the last line of a
-  page;
+  page; no output table set as an equation;
 * the proof index: entries named "Theorem 3.1 (...)", not labels and file paths;
 * overfull boxes: what TeX itself reports wider than its space by more than 3 pt (a squeezed
-  table cell, a formula) with its source lines in the .tex.
+  table cell, a formula) with its source lines in the .tex; characters a font lacks (they print
+  as nothing).
 
     python tests/check_pdf.py _build/pdfcheck/_build/latex [--shots DIR]
 
@@ -222,6 +223,13 @@ def empty_box_titles(tex: str) -> list[str]:
     return bad
 
 
+def tables_set_as_maths(tex: str) -> list[str]:
+    """Output tables that went in as equations (an output's LaTeX that the extension did not
+    recognise as a table: centred, and never broken across pages)."""
+    return [f"attnxai-book.tex:{tex.count(chr(10), 0, m.start()) + 1}" for m in
+            re.finditer(r"\\begin\{split\}\s*(%[^\n]*\n)?\s*(\{\\\w+size|\{\\small|\\begin\{(tabular|longtable)\})", tex)]
+
+
 def proof_index_problems(tex: str) -> list[str]:
     m = re.search(r"\\renewcommand\{\\indexname\}\{Proof Index\}(.*?)\\end\{sphinxtheindex\}",
                   tex, re.DOTALL)
@@ -230,15 +238,20 @@ def proof_index_problems(tex: str) -> list[str]:
     if m is None:
         return ["no proof index"]
     problems = []
-    for entry in re.findall(r"\\sphinxstyleindexentry\{(.*?)\}(?:\\sphinxstyleindexextra\{(.*?)\})?",
-                            m.group(1)):
-        name, extra = entry
+    arg = r"\{((?:[^{}]|\{[^{}]*\})*)\}"          # one argument, braces one level deep
+    for name, extra in re.findall(rf"\\sphinxstyleindexentry{arg}(?:\\sphinxstyleindexextra{arg})?",
+                                  m.group(1)):
         name = re.sub(r"\\sphinxhyphen\{\}", "-", name)
         if not re.match(rf"(?:{'|'.join(KINDS)})( \d+\.\d+)?( |$)", name):
             problems.append(f"entry {name!r} is not 'Kind number (title)'")
         if "/" in extra or "\\_" in extra:
             problems.append(f"entry {name!r} shows a file path ({extra})")
     return problems
+
+
+def missing_characters(log: str) -> list[str]:
+    """Characters that a font of the PDF lacks (XeLaTeX leaves a gap where they were)."""
+    return sorted(set(re.findall(r"Missing character: There is no (.*?) in font ([^/\n]*)", log)))
 
 
 def overfull_boxes(log: str) -> list[tuple[float, str]]:
@@ -287,12 +300,17 @@ def main(argv=None) -> int:
     report("numbering problems", numbering, "; ".join(numbering[:12]))
     empty = empty_box_titles(tex)
     report("boxes without a title", empty, ", ".join(empty[:12]))
+    as_maths = tables_set_as_maths(tex)
+    report("tables set as equations", as_maths, ", ".join(as_maths[:12]))
     feet = titles_at_page_foot(pdf, block)
     bad_pages |= set(feet)
     report("box titles at a page foot", feet,
            "; ".join(f"p{p} {t!r}" for p, t in sorted(feet.items())))
     index = proof_index_problems(tex)
     report("proof index problems", index, "; ".join(index[:6]))
+    missing = missing_characters(log)
+    report("characters missing from the fonts", missing,
+           "; ".join(f"{ch} in {font}" for ch, font in missing))
     overfull = overfull_boxes(log)
     report("overfull boxes (TeX)", overfull,
            "; ".join(f"{w:.0f} pt at {where}" for w, where in sorted(overfull, reverse=True)[:12]))

@@ -243,6 +243,7 @@ def _edition_config(app, config):
 #: * the text block, typed into the log, where tests/check_pdf.py reads the margins;
 #: * no box title alone at a page foot: a box starts on a new page unless six lines fit;
 #: * images at most 0.8 of the text height, so that a figure's caption fits on its page;
+#: * \setminus drawn with a glyph the maths font has;
 #: * front and back matter, and the parts, unnumbered: ``\attnxaiChapter{N}`` (before each
 #:   numbered chapter) sets LaTeX's counter to the site's number, ``\attnxaiUnnumbered`` (before
 #:   the others) switches numbering off (fancyhdr's running heads follow secnumdepth).
@@ -258,6 +259,8 @@ LATEX_PREAMBLE = r"""
   paperwidth=\the\paperwidth, paperheight=\the\paperheight}}
 \AtBeginDocument{\spx@image@maxheight=0.8\textheight}% a tall figure leaves room for its caption
 \renewcommand{\sphinxstyleindexentry}[1]{#1}% the proof index names theorems, not code
+% Latin Modern Math has no U+29F5, unicode-math's \setminus: U+2216, as MathJax draws it
+\AtBeginDocument{\renewcommand{\setminus}{\smallsetminus}}
 \let\attnxai@admonition\sphinxadmonition
 \def\sphinxadmonition{\needspace{6\baselineskip}\attnxai@admonition}
 \newcommand{\attnxaiChapter}[1]{\setcounter{secnumdepth}{2}%
