@@ -146,7 +146,7 @@ PRINTABLE = {"text/latex", "text/markdown", "image/png", "image/jpeg", "applicat
 @pytest.mark.slow
 def test_every_rich_output_has_a_form_the_pdf_can_print(quick_model):
     """An output that the site shows as HTML needs a LaTeX (or image) form too, or the PDF
-    prints its Python repr (README.md, chapter conventions 7). Read in the executed chapters of
+    prints its Python repr (README.md, chapter conventions 9). Read in the executed chapters of
     the test build, so it holds where TeX is not installed too (tests/test_pdf.py reads the PDF
     itself where it is)."""
     import json

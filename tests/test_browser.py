@@ -6,7 +6,9 @@ from a local HTTP server, on a desktop and on a phone-sized screen, and checked 
 would see: console errors, requests leaving the machine, raw TeX, images that do not load,
 content wider than its column without a scroll hint, theorem and exercise boxes, figures at 2x
 resolution with captions and alt text, launch and download links, broken internal links. Then the
-search page and a solution dropdown are used as a person would.
+search page and a solution dropdown are used as a person would. A page is measured once it has
+settled (fonts loaded, MathJax done, the book's script finished, the layout unchanged across
+animation frames: ``_settle``), never after a delay or by retrying.
 
 The chapter conventions (README.md: the launch cell first, figures with captions and alt text at
 2x, exercises numbered per chapter, an .ipynb for Colab, a row in the syllabus) are checked on
@@ -56,7 +58,25 @@ TEX = [
     re.compile(r"[_^]\{[^}\n]{1,40}\}"),                      # x_{t}, e^{-8}
 ]
 
+#: The longest a page may take to settle (fonts, MathJax, the book's script): a bound for a
+#: page that never settles, not a delay; a loaded machine takes a few seconds at most.
+SETTLE_TIMEOUT_MS = 120_000
+
 # ---------------------------------------------------------------- JavaScript run in each page
+# Fonts loaded, MathJax done, and the article's layout the same on 5 consecutive frames, with the
+# book's settled mark still there (true) or not (false).
+JS_SETTLED = """async () => {
+  if (document.fonts) await document.fonts.ready;
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  const art = document.querySelector("article.bd-article") || document.body;
+  const layout = () => { const r = art.getBoundingClientRect();
+    return [r.left, r.width, r.height, art.scrollWidth, document.documentElement.scrollWidth].join(" "); };
+  const frame = () => new Promise(r => requestAnimationFrame(r));
+  const first = layout();
+  for (let i = 0; i < 5; i++) { await frame(); if (layout() !== first) return false; }
+  return document.documentElement.hasAttribute("data-attnxai-settled");
+}"""
+
 JS_TEXT = """() => {
   const skip = "script,style,pre,code,kbd,samp,textarea,mjx-container,.MathJax,.cell_input,.highlight,.attnxai-scroll-hint";
   const art = document.querySelector("article.bd-article") || document.body;
@@ -225,15 +245,10 @@ def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
 
     page.route("**/*", route)
     page.goto(server + page_name, wait_until="load")
-    page.evaluate("""() => (window.MathJax && MathJax.startup && MathJax.startup.promise)
-                           ? MathJax.startup.promise.then(() => true) : true""")
-    try:
-        page.wait_for_function("document.documentElement.hasAttribute('data-attnxai-scroll-checked')",
-                               timeout=5000)
-    except Exception:
-        pass   # the book's script is absent (an older site): the overflow check reports it
+    unsettled = _settle(page)
     out = {"errors": errors, "external": external, "failed": failed,
-           "overflow": page.evaluate(JS_OVERFLOW), "images": page.evaluate(JS_IMAGES)}
+           "overflow": ([unsettled] if unsettled else []) + page.evaluate(JS_OVERFLOW),
+           "images": page.evaluate(JS_IMAGES)}
     if full:
         out["text"] = page.evaluate(JS_TEXT)
         out["counts"] = page.evaluate("""() => ({
@@ -246,6 +261,24 @@ def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
         out["chapter"] = page.evaluate(JS_CHAPTER)
     page.close()
     return out
+
+
+def _settle(page) -> str | None:
+    """Wait for a settled page before measuring it; None once it is, else why not. Settled: the
+    book's script has finished (it marks the page ``data-attnxai-settled`` once the fonts are
+    loaded, MathJax has typeset and its own pass changed nothing) and, measured here too, the
+    fonts are loaded, MathJax is done and the layout is the same across several animation
+    frames. This waits for events and never retries a check; the timeout only bounds a page that
+    never settles, which is reported."""
+    try:
+        page.wait_for_function("document.documentElement.hasAttribute('data-attnxai-settled')",
+                               timeout=SETTLE_TIMEOUT_MS)
+    except Exception:                                  # noqa: BLE001 - reported
+        return ("the book's script never marked the page settled (data-attnxai-settled) "
+                f"within {SETTLE_TIMEOUT_MS / 1000:.0f} s")
+    if not page.evaluate(JS_SETTLED):
+        return "the layout changed after the book's script marked the page settled"
+    return None
 
 
 def _report(problems: dict[str, list[str]]) -> str:

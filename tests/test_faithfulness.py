@@ -30,12 +30,14 @@ def _probs(model, docs, target=1):
     return torch.softmax(logits, -1)[:, target].numpy()
 
 
-def ferret_port(model, ids, scores, *, remove_tokens=True, only_pos=True, target=1):
+def ferret_port(model, ids, scores, *, remove_tokens=True, only_pos=True, target=1,
+                kind=None):
     """ferret 0.5 (g8a9/ferret 22935f8, evaluators/faithfulness_measures.py and
     utils_from_soft_to_discrete.py), transcribed for a model whose only special token is [CLS]:
     rationales from np.argsort, sizes int(q * n), q = np.arange(0.1, 1.1, 0.1), a rationale equal
     to the previous one skipped, comprehensiveness 0 / sufficiency 1 when none; tau-LOO with
-    deletion (ferret's 'remove' strategy)."""
+    deletion (ferret's 'remove' strategy). ``kind``: the argsort ferret calls (None: numpy's
+    default, as ferret; "stable": the same with ties in position order)."""
     cls, unk = int(ids[0]), model.unk_id
     baseline = _probs(model, [list(ids)], target)[0]
     input_ids = list(ids[1:])
@@ -45,11 +47,12 @@ def ferret_port(model, ids, scores, *, remove_tokens=True, only_pos=True, target
         id_top = None
         if 0 < k <= len(scores):
             if only_pos:
-                id_top = [i for i in np.array(scores).argsort()[-k:][::-1] if scores[i] > 0]
+                id_top = [i for i in np.array(scores).argsort(kind=kind)[-k:][::-1]
+                          if scores[i] > 0]
                 if id_top == []:
                     id_top = None
             else:
-                id_top = np.array(scores).argsort()[-k:][::-1]
+                id_top = np.array(scores).argsort(kind=kind)[-k:][::-1]
         if id_top is not None and last is not None and set(id_top) == last:
             id_top = None
         if id_top is None:
@@ -232,6 +235,111 @@ def test_two_classes_the_other_class_negates_a_fixed_rationale():
         np.testing.assert_allclose(r0.curves[key][0], 1 - r1.curves[key][0], atol=1e-12)
 
 
+def test_ferret_tie_order_takes_the_later_position_first():
+    s = np.array([1.0, 1.0, 1.0, 0.5])
+    assert np.array(s).argsort()[-2:][::-1].tolist() == [2, 1]          # ferret's expression
+    assert F.ranking(s, "signed", ties="ferret")[:2].tolist() == [2, 1]
+    assert F.ranking(s, "signed")[:2].tolist() == [0, 1]                # the default
+    assert F.ranking(s, "positive", ties="ferret").tolist() == [2, 1, 0, 3]
+    assert F.ranking(-s, "abs", ties="ferret").tolist() == [2, 1, 0, 3]
+    with pytest.raises(ValueError, match="ties"):
+        F.ranking(s, ties="random")
+
+
+def test_ferret_ties_equal_ferrets_rationales():
+    """ties="ferret" against the transcription of ferret: always equal to it with a stable
+    argsort, and equal to ferret's own (numpy's default) argsort on every array where that sort
+    leaves ties in position order; how often it does not is counted, not assumed."""
+    from hypothesis import event, given
+    from hypothesis import strategies as st
+    from hypo import documents, examples, models, scores
+
+    @examples(40)
+    @given(spec=models(paddings=("mask",)), ids=documents(min_size=2), data=st.data())
+    def check(spec, ids, data):
+        model = spec.build()
+        n = ids.size - 1
+        s = data.draw(scores(n))
+        res = F.evaluate(model, ids, {"s": s}, selections=("positive", "signed"), ties="ferret",
+                         perturbations="delete")
+        stable = np.array_equal(np.argsort(s), np.argsort(s, kind="stable"))
+        event("numpy's default argsort keeps ties in order" if stable else
+              "numpy's default argsort reorders ties")
+        for sel, only_pos in (("positive", True), ("signed", False)):
+            for kind in ("stable", None):
+                if kind is None and not stable:
+                    continue
+                comp, suff, _ = ferret_port(model, ids, s, only_pos=only_pos, kind=kind)
+                row = res.table.loc[("s", "delete", sel)]
+                assert row["comprehensiveness"] == pytest.approx(comp, abs=1e-12)
+                assert row["sufficiency"] == pytest.approx(suff, abs=1e-12)
+
+    check()
+
+
+def test_tie_orders_agree_without_ties():
+    pre = make_tiny(seed=2)
+    ids = _doc(pre, 14, seed=3)
+    s = np.random.default_rng(4).standard_normal(14)
+    a, b = (F.evaluate(pre, ids, {"s": s}, selections=F.SELECTIONS, ties=t) for t in F.TIES)
+    pd.testing.assert_frame_equal(a.table, b.table)
+    assert (a.ties, b.ties) == ("position", "ferret")
+
+
+def test_symbolic_measures_are_evaluates():
+    """The SymPy measures, with the model's probabilities substituted, are evaluate's numbers, and
+    their tau-b is scipy's."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+    from hypo import documents, examples, models, scores
+
+    @examples(25)
+    @given(spec=models(paddings=("mask",)), ids=documents(min_size=1, max_size=5),
+           pert=st.sampled_from(F.PERTURBATIONS), sel=st.sampled_from(F.SELECTIONS),
+           ties=st.sampled_from(F.TIES), data=st.data())
+    def check(spec, ids, pert, sel, ties, data):
+        model = spec.build()
+        n = ids.size - 1
+        s = data.draw(scores(n))
+        P = F.Perturber(model, ids, perturbation=pert, backend="model")
+
+        def prob(kept):
+            keep = np.zeros((1, n), bool)
+            keep[0, sorted(kept)] = True
+            return float(P(keep)[0])
+
+        sym = F.symbolic_measures(s, selection=sel, ties=ties, p=prob)
+        res = F.evaluate(model, ids, {"s": s}, perturbations=pert, selections=sel, ties=ties,
+                         backend="model")
+        row = res.table.loc[("s", pert, sel)]
+        for k in ("comprehensiveness", "sufficiency", "deletion_auc", "insertion_auc"):
+            assert float(sym[k]) == pytest.approx(row[k], abs=1e-12), k
+        assert sym["n_rationales"] == row["n_rationales"]
+        tau = float(sym["tau_loo"]) if n > 1 and np.ptp(s) > 0 and np.ptp(res.loo[pert]) > 0 \
+            else np.nan
+        assert (np.isnan(tau) and np.isnan(row["tau_loo"])) or \
+            tau == pytest.approx(row["tau_loo"], abs=1e-12)
+
+    check()
+
+
+def test_a_skip_model_is_evaluated_on_its_forward_pass():
+    """The projections describe the model without the skip connection: evaluate falls back to
+    the model's own forward pass (it used to raise TypeError), and refuses backend='fast'."""
+    from attnxai import AttentionClassifier
+
+    torch.manual_seed(0)
+    m = AttentionClassifier(40, d_embed=6, d_attn=3, d_value=4, n_heads=2, max_len=16,
+                            skip=True).double().eval()
+    ids = np.array([1, 5, 6, 7, 5, 9, 10])
+    s = {"s": np.random.default_rng(0).standard_normal(6)}
+    auto, model = F.evaluate(m, ids, s), F.evaluate(m, ids, s, backend="model")
+    assert auto.backend == {"replace": "model", "delete": "model"}
+    pd.testing.assert_frame_equal(auto.table, model.table)
+    with pytest.raises(ValueError, match="skip"):
+        F.evaluate(m, ids, s, backend="fast")
+
+
 def test_no_positive_score_gets_ferrets_values():
     pre = make_tiny(seed=0)
     ids = _doc(pre, 10)
@@ -368,6 +476,15 @@ def test_study_rows_resume_and_summaries(small_run, quick_model, imdb):
         pytest.approx(r.value("GxI", "comprehensiveness", perturbation="replace"), abs=1e-9)
     assert row["agree__alpha-avg__GxI"] == pytest.approx(
         F.agreement(rs.scores).loc["alpha-avg", "GxI"], abs=1e-9)
+    # both tie orders in one run: ferret's evaluated where the scores tie, the same elsewhere
+    rf = F.evaluate(quick_model, rs.ids, rs.scores, ties="ferret")
+    for m in ("LIME", "LIME limit", "GxI"):
+        for metric in XF.SUMMARY_METRICS:
+            col = XF.metric_column(m, "delete", metric, "positive", "ferret")
+            assert row[col] == pytest.approx(rf.value(m, metric), abs=1e-9), (m, metric)
+    assert row[XF.metric_column("GxI", "delete", "sufficiency", "abs", "ferret")] == \
+        row[XF.metric_column("GxI", "delete", "sufficiency", "abs")]
+    assert "ferret" in meta["ties"]
     again = XF.run_faithfulness(out, profile="quick", reviews=4, num_samples=200, chunk=2,
                                 progress=False)
     assert (again.computed, again.skipped) == (1, 3)
@@ -377,7 +494,16 @@ def test_study_rows_resume_and_summaries(small_run, quick_model, imdb):
     table = XF.summarize(df, n_boot=100)
     assert set(table["group"]) == set(XF.GROUPS)
     n_methods, n_metrics = len(F.ALL_METHODS), len(XF.SUMMARY_METRICS)
-    assert len(table) == 3 * n_methods * 2 * (2 * n_metrics + 1)
+    assert len(table) == 3 * n_methods * 2 * (2 * 2 * n_metrics + 1)     # 2 rules, 2 tie orders
+    assert set(table["ties"]) == {"position", "ferret", "-"}
+    spread = XF.tie_spread(df)
+    untied = spread[~spread.method.isin(["LIME", "LIME limit"])]
+    assert (untied["largest |difference|"] == 0).all()
+    # a summary written before the tie orders (no ties column) reads as the default order
+    old_csv = out.parent / "old_summary.csv"
+    table.query("ties != 'ferret'").drop(columns="ties").assign(target=1).to_csv(old_csv, index=False)
+    back = XF.read_summary(old_csv)
+    assert set(back["ties"]) == {"position", "-"} and (back["target"] == "1").all()
     sel = table[(table.group == "all") & (table.method == "LIME") & (table.metric == "tau_loo")
                 & (table.perturbation == "delete")]
     assert sel["mean"].item() == pytest.approx(df["LIME__delete__tau_loo"].mean())
@@ -387,6 +513,24 @@ def test_study_rows_resume_and_summaries(small_run, quick_model, imdb):
     m = agree[(agree.group == "all") & (agree.scores == "signed")].pivot(
         index="a", columns="b", values="mean")
     assert m.shape == (n_methods, n_methods) and np.allclose(m.values, m.values.T, equal_nan=True)
+
+
+def test_summary_script_keeps_both_tie_orders(small_run, tmp_path, monkeypatch):
+    """book/data/make_faithfulness_summary.py on the small run: the committed files' format, with
+    both tie orders, read back by the chapter's reader."""
+    from conftest import load_script
+
+    out, _ = small_run
+    script = load_script("book/data/make_faithfulness_summary.py")
+    monkeypatch.setattr("sys.argv", ["make_faithfulness_summary.py", str(out), "--out",
+                                     str(tmp_path), "--n-boot", "50"])
+    script.main()
+    S = XF.read_summary(tmp_path / "faithfulness_summary.csv")
+    lime = S[(S.group == "all") & (S.method == "LIME") & (S.metric == "comprehensiveness")
+             & (S.perturbation == "delete") & (S.selection == "positive")]
+    assert set(lime["ties"]) == {"position", "ferret"}
+    R = pd.read_csv(tmp_path / "faithfulness_reviews.csv", comment="#")
+    assert XF.metric_column("LIME", "delete", "comprehensiveness", "positive", "ferret") in R
 
 
 def test_study_explaining_the_predicted_class(quick_model, tmp_path):

@@ -47,7 +47,8 @@ def test_shapes_and_internals(small):
     assert (out.alpha[1, :, 3] == 0).all()  # padding gets no attention
     assert torch.allclose(out.logits, small(ids), atol=1e-14)
     # lemma: each head's output is the alpha-weighted average of per-token scores
-    assert torch.allclose((out.alpha[..., None] * out.token_scores).sum(2), out.head_logits, atol=1e-14)
+    assert torch.allclose((out.alpha[..., None] * out.token_scores).sum(2), out.head_scores, atol=1e-14)
+    assert torch.equal(out.head_scores, out.head_logits)      # no skip term: the same
     assert set(out.as_dict()) >= {"e", "q1", "k", "v", "alpha", "v_tilde", "logits"}
 
 

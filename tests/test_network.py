@@ -109,3 +109,33 @@ def test_projections_follow_the_weights(pre):
 def test_only_the_single_layer_model():
     with pytest.raises(TypeError, match="single-layer AttentionClassifier"):
         Projections.of(torch.nn.Linear(2, 2))
+
+
+def test_fast_evaluators_on_peaked_attention():
+    """Weights up to 30: a head's attention can sit almost entirely on UNK at a position whose word
+    gets almost none. Both evaluators must still equal the forward pass on every mask (the
+    replacement evaluator used to fold kept and replaced positions into one difference and lost the
+    denominator to cancellation: NaN or wrong logits)."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+    from hypo import documents, examples, models
+
+    @examples(100)
+    @given(spec=models(scales=(30.0,), heads=(1, 2), d_embed=(2, 4)), ids=documents(max_size=6))
+    def check(spec, ids):
+        m = spec.build()
+        n = ids.size - 1
+        z = np.array([[bool(b) for b in np.binary_repr(i, n)] for i in range(2 ** n)])
+        tab = Projections.of(m).document(ids, target=1)
+        evs = [ReplaceEvaluator(tab)]
+        if m.padding == "mask":
+            evs.append(DeleteEvaluator(tab, np.arange(n)))
+        for ev, bow in zip(evs, (False, True)):
+            if not ev.ok:
+                continue
+            docs = [ids[np.r_[True, row]].tolist() if bow else
+                    np.where(np.r_[True, row], ids, m.unk_id).tolist() for row in z]
+            want = _forward(m, docs)[:, 1]
+            np.testing.assert_allclose(ev(z), want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+
+    check()

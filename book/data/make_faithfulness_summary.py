@@ -6,8 +6,9 @@ Each argument is a results folder of ``python -m attnxai faithfulness`` (one per
 setting: ``--target 1``, ``--target predicted``). Writes, in ``book/data/``:
 
 * ``faithfulness_summary.csv``: per target setting, group of reviews (all, predicted positive,
-  predicted negative), method, perturbation, selection and metric, the number of reviews, the mean
-  and its 95 % percentile bootstrap interval over reviews (2,000 resamples, seed 0;
+  predicted negative), method, perturbation, selection, tie order (``position``, ``ferret``;
+  ``-`` for tau-LOO, which has none) and metric, the number of reviews, the mean and its 95 %
+  percentile bootstrap interval over reviews (2,000 resamples, seed 0;
   :func:`attnxai.experiment.faithfulness.summarize`);
 * ``faithfulness_curves.csv``: the mean deletion and insertion curves (all reviews) with intervals;
 * ``faithfulness_agreement.csv``: the mean pairwise Kendall tau-b of the methods (signed and
@@ -17,7 +18,8 @@ setting: ``--target 1``, ``--target predicted``). Writes, in ``book/data/``:
   alpha x s, is negative for class 1 (mean over reviews, bootstrap interval);
 * ``faithfulness_reviews.csv``: one row per review of the first folder (explained class 1):
   length, probability, predicted class, label, and per method and perturbation the AOPC
-  comprehensiveness (positive rule) and tau-LOO, for the chapter's own (paired) comparisons.
+  comprehensiveness (positive rule, both tie orders) and tau-LOO, for the chapter's own (paired)
+  comparisons.
 
 Every file starts with ``#`` lines (read with ``pandas.read_csv(..., comment="#")``): the commands
 that ran, the git commit of the code and whether it had uncommitted changes (from the folder's
@@ -110,7 +112,8 @@ def main() -> None:
     cols = ["rank", "test_index", "label", "rating", "n_tokens", "p1", "predicted", "target", "p"]
     for m in methods:
         for pert in ("replace", "delete"):
-            cols.append(XF.metric_column(m, pert, "comprehensiveness", "positive"))
+            for ties in ("position", "ferret"):
+                cols.append(XF.metric_column(m, pert, "comprehensiveness", "positive", ties))
             cols.append(XF.metric_column(m, pert, "tau_loo"))
     reviews = first[[c for c in cols if c in first.columns]]
     signs = _attention_signs(first, args.n_boot)

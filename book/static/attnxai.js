@@ -1,7 +1,10 @@
 // The book's own script (every page; _config.yml html_js_files).
 // Wide content: every element of the article wider than the column must scroll inside a
-// container that shows a hint. After the maths is typeset (MathJax changes widths) and on resize,
-// find the overflowing elements, make their nearest fitting ancestor scroll, and mark it.
+// container that shows a hint. The check runs on a settled page: web fonts loaded (they move
+// line breaks), MathJax's typesetting done (it changes widths) and the layout unchanged across
+// two animation frames; it repeats until it changes nothing, then marks the page
+// (data-attnxai-settled). Any later change of the article's size (a resize, a dropdown opened)
+// clears the mark and settles the page again.
 (function () {
   "use strict";
   var HINT = "wide content: scroll sideways \u2192";
@@ -64,14 +67,25 @@
     });
   }
 
-  function fix() {
-    var art = article();
-    if (!art) return;
+  // Whether an element inside box reaches past the column's right edge (the criterion for a
+  // hint, the same as tests/test_browser.py's).
+  function pastColumn(box, right) {
+    var inner = box.querySelectorAll("*");
+    for (var i = 0; i < inner.length; i++) {
+      var r = inner[i].getBoundingClientRect();
+      if (r.width > 0 && r.right > right) return true;
+    }
+    return false;
+  }
+
+  // One pass over the article; returns how many containers it marked, unmarked or wrapped.
+  function fix(art) {
+    var changes = 0;
     sizeFigures(art);
     var right = art.getBoundingClientRect().right + 1;
-    // containers that no longer overflow lose their hint (e.g. after a resize)
+    // containers with nothing past the column any more lose their hint (e.g. after a resize)
     art.querySelectorAll(".attnxai-scrolls").forEach(function (box) {
-      if (box.scrollWidth <= box.clientWidth + 1) unmark(box);
+      if (!pastColumn(box, right)) { unmark(box); changes++; }
     });
     var all = art.querySelectorAll("*");
     for (var i = 0; i < all.length; i++) {
@@ -100,24 +114,74 @@
         } else {
           found.classList.add("attnxai-scroll");
         }
+        changes++;
       }
-      if (found.scrollWidth > found.clientWidth + 1) mark(found);
+      if (!found.classList.contains("attnxai-scrolls")) { mark(found); changes++; }
     }
-    document.documentElement.setAttribute("data-attnxai-scroll-checked", "1");
+    return changes;
   }
 
-  function later() {
-    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-      MathJax.startup.promise.then(fix);
-    } else {
-      fix();
-    }
+  // ---------------------------------------------------------------- a settled page
+  function frame() { return new Promise(function (resolve) { requestAnimationFrame(resolve); }); }
+
+  function layout(art) {
+    var r = art.getBoundingClientRect();
+    return [r.left, r.width, r.height, art.scrollWidth, document.documentElement.scrollWidth].join(" ");
   }
 
-  window.attnxaiFixWideContent = fix;
-  window.addEventListener("load", later);
-  // content revealed later (a solution dropdown, a hidden cell) is checked when it opens
-  document.addEventListener("click", function () { setTimeout(fix, 350); });
-  var timer = null;
-  window.addEventListener("resize", function () { clearTimeout(timer); timer = setTimeout(fix, 150); });
+  // Resolves once the article's layout is the same on two consecutive frames (at most ~2 s of
+  // frames: an animation that never stops must not hold the page unsettled).
+  function stable(art) {
+    var before = layout(art), left = 120;
+    function next() {
+      return frame().then(frame).then(function () {
+        var now = layout(art);
+        if (now === before || --left <= 0) return;
+        before = now;
+        return next();
+      });
+    }
+    return next();
+  }
+
+  function mathDone() {
+    var mj = window.MathJax;
+    return mj && mj.startup && mj.startup.promise ? mj.startup.promise : Promise.resolve();
+  }
+
+  function fontsDone() {
+    return document.fonts && document.fonts.ready ? document.fonts.ready : Promise.resolve();
+  }
+
+  var generation = 0, observed = null;
+
+  function settle() {
+    var art = article();
+    if (!art) return Promise.resolve();
+    var mine = ++generation;
+    document.documentElement.removeAttribute("data-attnxai-settled");
+    return fontsDone().then(mathDone).then(fontsDone).then(function () { return stable(art); })
+      .then(function () {
+        // a pass can move what follows (a hint, a wrapper): repeat until one changes nothing
+        for (var pass = 0; pass < 10 && fix(art) > 0; pass++) { /* again */ }
+        return stable(art);
+      })
+      .then(function () {
+        if (mine !== generation) return;             // a newer settle is under way
+        observed = layout(art);
+        document.documentElement.setAttribute("data-attnxai-settled", "1");
+      });
+  }
+
+  window.attnxaiSettle = settle;
+  window.addEventListener("load", function () {
+    settle().then(function () {
+      // later changes of the article's size (a resize, a dropdown opened, a hidden cell shown)
+      var art = article();
+      if (!art || !window.ResizeObserver) return;
+      new ResizeObserver(function () {
+        if (layout(art) !== observed) settle();
+      }).observe(art);
+    });
+  });
 })();

@@ -171,7 +171,8 @@ def _faith_run(args: argparse.Namespace) -> int:
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} reviews/s)")
     df = load_results(report.out, keys=("test_index",), sort=("rank",))
     table = summarize(df, n_boot=200)
-    table = table[(table["group"] == "all") & table["selection"].isin(["positive", "-"])]
+    table = table[(table["group"] == "all") & table["selection"].isin(["positive", "-"])
+                  & table["ties"].isin(["position", "-"])]             # (ferret's order: in df)
     wide = table.pivot_table(index="method", columns=["perturbation", "metric"], values="mean",
                              sort=False)
     with pd.option_context("display.width", 160, "display.max_columns", 30):

@@ -20,13 +20,23 @@ vector has one entry per word position (``[CLS]`` excluded).
 **Selection rules** (:data:`SELECTIONS`): the ranking a rationale is cut from::
 
     "positive"  positions with score > 0 only, largest first (ferret's default, only_pos=True)
-    "abs"       every position, largest |score| first
+    "abs"       every position, largest |score| first (ours: ferret has no |score| rule)
     "signed"    every position, largest score first (ferret's only_pos=False)
 
-Ties are broken **by position, earlier first** (a stable sort), so results are deterministic;
-ferret orders equal scores as numpy's unstable ``argsort`` leaves them, which is the one place our
-rationales can differ from ferret's. Repeated words scored per word (LIME) tie at every occurrence
-and so enter a rationale together, in reading order.
+**Tie orders** (:data:`TIES`, the ``ties`` argument): which of several positions with equal keys a
+rationale takes first::
+
+    "position"  the earlier position first (a stable sort of the keys, largest first): the default
+    "ferret"    the later position first: ferret's ``argsort()[-k:][::-1]`` (an ascending sort,
+                its last k entries, reversed) whenever that ``argsort`` orders ties by position
+
+ferret calls numpy's default ``argsort`` (``kind="quicksort"``), which does not promise any order of
+equal keys: with numpy's SIMD sorts (numpy 2.4 on an AVX-512 machine) the order of ties changes
+with the array, even on four entries, so no fixed rule reproduces ferret's rationales on every
+document with ties. ``"ferret"`` is its order wherever that sort leaves ties in position order (the
+tests check it against a line-by-line transcription of ferret's code there), and the two orders
+together show how much the tie order moves a result. Without ties both orders, and ferret, select the same positions. Repeated words scored per
+word (LIME, its limit) tie at every occurrence, so for them the order matters.
 
 **Metrics** (:func:`evaluate`; ferret's ``faithfulness_measures.py``, g8a9/ferret at commit
 22935f8). With ``r_q`` the first ``k_q = floor(q n)`` positions of the ranking
@@ -53,6 +63,11 @@ model (``backend="fast"``, :mod:`attnxai.fastlime.evaluate`, the evaluators the 
 by the model's own ``forward`` on the collated batch, in chunks (``backend="model"``, any
 :class:`~attnxai.interface.ClassifierBase`). ``"auto"`` takes the first when it can. Both agree to
 rounding (tested).
+
+**In SymPy.** :func:`symbolic_measures` writes every measure of one explanation as an expression
+in the probabilities of the perturbed documents (one symbol per kept set), through the same
+rankings, sizes and averaging code as :func:`evaluate`: chapter 7 derives its propositions with
+it, and the tests check that substituting a model's probabilities gives :func:`evaluate`'s numbers.
 
 **Words and positions.** Attention and gradients score positions. LIME (``bow=True``) and its
 closed-form limit score distinct words: :func:`word_to_positions` gives every occurrence of a word
@@ -81,13 +96,15 @@ from .text import normalize_for_lime, tokenize
 
 __all__ = ["ALL_METHODS", "BACKENDS", "EXTRA_METHODS", "CURVE_FRACTIONS", "DEFAULT_SELECTIONS",
            "Faithfulness", "METRICS", "PERTURBATIONS", "Perturber", "QUANTILES", "ReviewScores",
-           "SELECTIONS", "TextExplanation", "agreement", "alpha_times_score", "cached_pretrained", "comprehensiveness",
+           "SELECTIONS", "TIES", "TextExplanation", "agreement", "alpha_times_score", "cached_pretrained", "comprehensiveness",
            "curve_sizes", "deletion_curve", "evaluate", "explain", "insertion_curve",
            "probability", "ranking", "rationale_sizes", "review_scores", "sufficiency",
-           "tau_loo", "word_to_positions"]
+           "symbolic_measures", "tau_loo", "word_to_positions"]
 
 PERTURBATIONS = ("replace", "delete")
 SELECTIONS = ("abs", "positive", "signed")
+#: Tie orders of a ranking: earlier position first (default), later position first (ferret's).
+TIES = ("position", "ferret")
 #: The rules the book compares: largest |score|, and ferret's default (positive scores only).
 DEFAULT_SELECTIONS = ("abs", "positive")
 #: ferret's rationale fractions q (``np.arange(0.1, 1.1, 0.1)``), as tenths.
@@ -162,18 +179,23 @@ def _choices(values: str | Iterable[str], name: str, options: tuple[str, ...]) -
 
 
 # ====================================================================== rankings and sizes
-def ranking(scores: Any, selection: str = "positive") -> np.ndarray:
+def ranking(scores: Any, selection: str = "positive", *, ties: str = "position") -> np.ndarray:
     """The word positions (0-based, [CLS] excluded) in the order a rationale takes them.
 
     ``"positive"``: positions with a score > 0, largest first; ``"abs"``: all, largest ``|score|``
-    first; ``"signed"``: all, largest score first. Ties: earlier position first (stable sort).
+    first; ``"signed"``: all, largest score first. ``ties`` (:data:`TIES`): ``"position"``, the
+    earlier of two equal keys first; ``"ferret"``, the later first (module docstring).
     """
     validate.choice(selection, "selection", SELECTIONS)
+    validate.choice(ties, "ties", TIES)
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1:
         raise ValueError(f"scores must be 1-D (one per word position), got shape {s.shape}")
     key = np.abs(s) if selection == "abs" else s
-    order = np.argsort(-key, kind="stable")
+    if ties == "position":
+        order = np.argsort(-key, kind="stable")
+    else:                                       # ferret: ascending and stable, then reversed
+        order = np.argsort(key, kind="stable")[::-1]
     if selection == "positive":
         order = order[s[order] > 0]
     return order
@@ -223,7 +245,8 @@ class Perturber:
     ``backend="fast"``: the float64 projections of a single-layer
     :class:`~attnxai.model.AttentionClassifier` (:mod:`attnxai.fastlime.evaluate`, one evaluator
     per class); ``"model"``: ``model(ids)`` on the collated batch, ``batch_size`` documents per
-    call; ``"auto"``: fast when possible (single-layer model, attention logits in range).
+    call; ``"auto"``: fast when possible (single-layer model without the skip connection,
+    attention logits in range).
     ``backend_used`` says which ran.
     """
 
@@ -251,6 +274,8 @@ class Perturber:
         if not isinstance(self.model, AttentionClassifier):
             return (f"the projections are derived for the single-layer AttentionClassifier, not "
                     f"{type(self.model).__name__}")
+        if self.model.skip:
+            return "the projections describe the model without the skip connection (skip=True)"
         proj = Projections.of(self.model)
         evs = []
         for c in range(self.model.n_classes):
@@ -313,7 +338,7 @@ class Faithfulness:
     repeated). ``curves[(explainer, perturbation, selection)]`` = (deletion, insertion) arrays at
     ``fractions``. ``p[perturbation]`` = p(x), ``p_empty`` = every word removed, ``loo`` = the
     leave-one-out drops ``p(x) - p(x without t)`` (n,). ``backend`` and ``calls``: which model
-    evaluation ran, and how many batched calls per perturbation.
+    evaluation ran, and how many batched calls per perturbation; ``ties``: the tie order.
     """
 
     n: int
@@ -327,6 +352,7 @@ class Faithfulness:
     backend: dict[str, str] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
     documents: dict[str, int] = field(default_factory=dict)
+    ties: str = "position"
 
     def value(self, explainer: str, metric: str, *, perturbation: str = "delete",
               selection: str = "positive") -> float:
@@ -355,12 +381,13 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
              perturbations: str | Iterable[str] = PERTURBATIONS,
              selections: str | Iterable[str] = DEFAULT_SELECTIONS,
              fractions: Sequence[float] = CURVE_FRACTIONS, backend: str = "auto",
-             batch_size: int = 512) -> Faithfulness:
+             batch_size: int = 512, ties: str = "position") -> Faithfulness:
     """Every faithfulness metric of every explanation in ``scores`` on one document.
 
     ``model``: a :class:`~attnxai.checkpoint.Pretrained` or a classifier; ``ids``: the document
     (``[CLS]`` first, e.g. ``pre.vocab.encode(text)``); ``scores``: name -> one score per word
-    position (``n`` = len(ids) - 1; see the module docstring for word-level explainers). For each
+    position (``n`` = len(ids) - 1; see the module docstring for word-level explainers); ``ties``:
+    the tie order of the rankings (:data:`TIES`; tau-LOO does not depend on it). For each
     perturbation the model is called once on every distinct perturbed document (module
     docstring). Raises ValueError for scores of the wrong length or with NaN.
     """
@@ -378,7 +405,8 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
     S = {str(k): _scores(str(k), v, n) for k, v in scores.items()}
     csz = curve_sizes(n, fractions)
     fr = np.asarray(fractions, dtype=np.float64)
-    orders = {(name, sel): ranking(s, sel) for name, s in S.items() for sel in sels}
+    validate.choice(ties, "ties", TIES)
+    orders = {(name, sel): ranking(s, sel, ties=ties) for name, s in S.items() for sel in sels}
     # every mask any metric needs: 0 full, 1 empty, 2.. leave-one-out, then per ranking prefixes
     # of each needed length (comprehensiveness/deletion keep the rest, sufficiency/insertion keep
     # the prefix)
@@ -421,47 +449,115 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
             p_without = dict(zip(sizes, probs[start:start + m]))
             p_only = dict(zip(sizes, probs[start + m:start + 2 * m]))
             p_without[0], p_only[0] = px, pe
-            aopc = _aopc_sizes(order.size, n)
-            if aopc:
-                comp = float(np.mean([px - p_without[k] for k in aopc]))
-                suff = float(np.mean([px - p_only[k] for k in aopc]))
-            else:                                   # ferret: no rationale at all
-                comp, suff = 0.0, 1.0
-            eff = [int(min(k, order.size)) for k in csz]
-            dcurve = np.array([p_without[k] for k in eff])
-            icurve = np.array([p_only[k] for k in eff])
-            curves[(name, pert, sel)] = (dcurve, icurve)
+            out = _rationale_measures(px, p_without, p_only, order.size, n, csz, fr)
+            curves[(name, pert, sel)] = (np.asarray(out["deletion_curve"], dtype=np.float64),
+                                         np.asarray(out["insertion_curve"], dtype=np.float64))
             rows.append({"explainer": name, "perturbation": pert, "selection": sel,
-                         "comprehensiveness": comp, "sufficiency": suff, "tau_loo": taus[name],
-                         "deletion_auc": float(np.trapezoid(dcurve, fr)),
-                         "insertion_auc": float(np.trapezoid(icurve, fr)),
-                         "n_rationales": len(aopc), "n_ranked": int(order.size)})
+                         **{k: float(out[k]) for k in ("comprehensiveness", "sufficiency")},
+                         "tau_loo": taus[name],
+                         **{k: float(out[k]) for k in ("deletion_auc", "insertion_auc")},
+                         "n_rationales": out["n_rationales"], "n_ranked": int(order.size)})
     table = pd.DataFrame(rows).set_index(["explainer", "perturbation", "selection"])
     return Faithfulness(n=n, target=target, table=table, curves=curves, fractions=fr, p=p_full,
-                        p_empty=p_empty, loo=loos, backend=used, calls=calls, documents=docs)
+                        p_empty=p_empty, loo=loos, backend=used, calls=calls, documents=docs,
+                        ties=ties)
 
 
-def _one(model, ids, scores, perturbation, selection, target, backend) -> Faithfulness:
+def _rationale_measures(px: Any, p_without: Mapping[int, Any], p_only: Mapping[int, Any],
+                        n_ranked: int, n: int, curve_k: Sequence[int], fractions: Any
+                        ) -> dict[str, Any]:
+    """The measures of one ranking from the probabilities it needs, numbers or SymPy expressions
+    alike (:func:`evaluate`, :func:`symbolic_measures`): ``p_without[k]`` = p(x without the first
+    k ranked positions), ``p_only[k]`` = p(only them), for k = 0 and every size used."""
+    aopc = _aopc_sizes(n_ranked, n)
+    if aopc:
+        comp = np.mean([px - p_without[k] for k in aopc])
+        suff = np.mean([px - p_only[k] for k in aopc])
+    else:                                           # ferret: no rationale at all
+        comp, suff = 0.0, 1.0
+    eff = [int(min(k, n_ranked)) for k in curve_k]
+    dcurve = np.array([p_without[k] for k in eff])
+    icurve = np.array([p_only[k] for k in eff])
+    return {"comprehensiveness": comp, "sufficiency": suff, "deletion_curve": dcurve,
+            "insertion_curve": icurve, "deletion_auc": np.trapezoid(dcurve, fractions),
+            "insertion_auc": np.trapezoid(icurve, fractions), "n_rationales": len(aopc)}
+
+
+def symbolic_measures(scores: Any, *, selection: str = "positive", ties: str = "position",
+                      fractions: Sequence[float] = CURVE_FRACTIONS, p: Any = None
+                      ) -> dict[str, Any]:
+    """Every measure of one explanation as a SymPy expression of the model's probabilities on the
+    perturbed documents: the definitions of :func:`evaluate`, with the same rankings, sizes and
+    rules, on a document small enough to enumerate (chapter 7 derives its propositions with it).
+
+    ``scores``: one number per word position (``n`` of them); ``p``: a function from a kept set
+    (a ``frozenset`` of 0-based positions; ``[CLS]`` always stays) to the probability of the
+    explained class on that document, by default the symbol ``p_{...}`` of the set. The result
+    has ``comprehensiveness``, ``sufficiency``, ``deletion_curve``, ``insertion_curve`` (object
+    arrays), ``deletion_auc``, ``insertion_auc`` (trapezoidal rule at exact rational fractions),
+    ``n_rationales``, ``tau_loo`` (Kendall's tau-b of the scores and the leave-one-out drops,
+    written with ``sign``: ``sum_{i<j} sign(w_i - w_j) sign(l_i - l_j)`` over the square root of
+    the product of the numbers of untied pairs) and ``symbols`` (kept set -> its expression).
+    """
+    import sympy as sp
+
+    s = np.asarray(scores, dtype=np.float64)
+    n = s.size
+    if s.ndim != 1 or n < 1 or n > 12:
+        raise ValueError(f"give 1 to 12 scores (a document small enough to enumerate), got "
+                         f"shape {s.shape}")
+    names = {}
+
+    def prob(kept: frozenset) -> Any:
+        if kept not in names:
+            names[kept] = p(kept) if p is not None else sp.Symbol(
+                "p_{" + (",".join(str(t + 1) for t in sorted(kept)) or "\\emptyset") + "}")
+        return names[kept]
+
+    full = frozenset(range(n))
+    order = ranking(s, selection, ties=ties)
+    p_without = {k: prob(full - frozenset(order[:k].tolist())) for k in range(order.size + 1)}
+    p_only = {k: prob(frozenset(order[:k].tolist())) for k in range(order.size + 1)}
+    fr = np.array([sp.nsimplify(f) for f in fractions], dtype=object)
+    out = _rationale_measures(prob(full), p_without, p_only, order.size, n,
+                              curve_sizes(n, fractions), fr)
+    # exact numbers: np.trapezoid halves with a float, and ferret's 0 and 1 are floats
+    for k in ("comprehensiveness", "sufficiency", "deletion_auc", "insertion_auc"):
+        out[k] = sp.nsimplify(out[k], rational=True)
+    loo = [prob(full) - prob(full - {t}) for t in range(n)]
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    sw = [int(np.sign(s[i] - s[j])) for i, j in pairs]
+    sl = [sp.sign(loo[i] - loo[j]) for i, j in pairs]
+    untied_w = sum(v * v for v in sw)
+    out["tau_loo"] = (sp.nan if untied_w == 0 else
+                      sum(a * b for a, b in zip(sw, sl)) / sp.sqrt(untied_w * sum(b ** 2 for b in sl)))
+    out["symbols"] = dict(names)
+    return out
+
+
+def _one(model, ids, scores, perturbation, selection, target, backend, ties="position"
+         ) -> Faithfulness:
     return evaluate(model, ids, {"scores": scores}, target=target, perturbations=(perturbation,),
-                    selections=(selection,), backend=backend)
+                    selections=(selection,), backend=backend, ties=ties)
 
 
 def comprehensiveness(model: Any, ids: Any, scores: Any, *, perturbation: str = "delete",
                       selection: str = "positive", target: int = 1,
-                      backend: str = "auto") -> float:
+                      backend: str = "auto", ties: str = "position") -> float:
     """AOPC comprehensiveness of one explanation (defaults: ferret's, deletion and positive
     scores); higher is better. See :func:`evaluate`."""
-    return _one(model, ids, scores, perturbation, selection, target,
-                backend).value("scores", "comprehensiveness", perturbation=perturbation,
-                               selection=selection)
+    return _one(model, ids, scores, perturbation, selection, target, backend,
+                ties).value("scores", "comprehensiveness", perturbation=perturbation,
+                            selection=selection)
 
 
 def sufficiency(model: Any, ids: Any, scores: Any, *, perturbation: str = "delete",
-                selection: str = "positive", target: int = 1, backend: str = "auto") -> float:
+                selection: str = "positive", target: int = 1, backend: str = "auto",
+                ties: str = "position") -> float:
     """AOPC sufficiency of one explanation (ferret's defaults); lower is better."""
-    return _one(model, ids, scores, perturbation, selection, target,
-                backend).value("scores", "sufficiency", perturbation=perturbation,
-                               selection=selection)
+    return _one(model, ids, scores, perturbation, selection, target, backend,
+                ties).value("scores", "sufficiency", perturbation=perturbation,
+                            selection=selection)
 
 
 def tau_loo(model: Any, ids: Any, scores: Any, *, perturbation: str = "delete", target: int = 1,
@@ -473,22 +569,26 @@ def tau_loo(model: Any, ids: Any, scores: Any, *, perturbation: str = "delete", 
 
 def deletion_curve(model: Any, ids: Any, scores: Any, *, perturbation: str = "delete",
                    selection: str = "positive", target: int = 1, backend: str = "auto",
-                   fractions: Sequence[float] = CURVE_FRACTIONS) -> tuple[np.ndarray, np.ndarray]:
+                   fractions: Sequence[float] = CURVE_FRACTIONS, ties: str = "position"
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """(fractions, p(x without the top floor(f n) positions)) for one explanation."""
-    return _curve(model, ids, scores, perturbation, selection, target, backend, fractions, 0)
+    return _curve(model, ids, scores, perturbation, selection, target, backend, fractions, 0,
+                  ties)
 
 
 def insertion_curve(model: Any, ids: Any, scores: Any, *, perturbation: str = "delete",
                     selection: str = "positive", target: int = 1, backend: str = "auto",
-                    fractions: Sequence[float] = CURVE_FRACTIONS) -> tuple[np.ndarray, np.ndarray]:
+                    fractions: Sequence[float] = CURVE_FRACTIONS, ties: str = "position"
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """(fractions, p(only the top floor(f n) positions)) for one explanation."""
-    return _curve(model, ids, scores, perturbation, selection, target, backend, fractions, 1)
+    return _curve(model, ids, scores, perturbation, selection, target, backend, fractions, 1,
+                  ties)
 
 
-def _curve(model, ids, scores, perturbation, selection, target, backend, fractions, which):
+def _curve(model, ids, scores, perturbation, selection, target, backend, fractions, which, ties):
     """One explanation's deletion (``which=0``) or insertion (1) curve."""
     r = evaluate(model, ids, {"s": scores}, target=target, perturbations=(perturbation,),
-                 selections=(selection,), fractions=fractions, backend=backend)
+                 selections=(selection,), fractions=fractions, backend=backend, ties=ties)
     return r.fractions, r.curves[("s", perturbation, selection)][which]
 
 

@@ -48,7 +48,10 @@ class Internals:
     """Everything the forward pass computes, named after the paper's symbols.
 
     ``mask`` is True on real tokens, False on padding (always all-True with ``padding="unk"``).
-    ``token_scores[b, i, t] = W_l^(i) v_t^(i)`` (all classes): (B, K, T, n_classes).
+    ``token_scores[b, i, t] = W_l^(i) v_t^(i)`` (all classes): (B, K, T, n_classes);
+    ``head_scores[b, i] = W_l^(i) v~^(i) = sum_t alpha_t token_scores`` (the theorems' ``s~``);
+    ``head_logits`` is what ``model(ids, per_head=True)`` returns, the head's score plus the skip
+    term ``W_s e_1`` when the model has one (so that their mean over heads is ``logits``).
     """
 
     ids: Tensor          # (B, T) after the model's own padding
@@ -61,7 +64,8 @@ class Internals:
     alpha: Tensor        # (B, K, T)
     v_tilde: Tensor      # (B, K, d_value)
     token_scores: Tensor  # (B, K, T, n_classes)
-    head_logits: Tensor  # (B, K, n_classes)  W_l^(i) v~^(i)
+    head_scores: Tensor  # (B, K, n_classes)  W_l^(i) v~^(i)
+    head_logits: Tensor  # (B, K, n_classes)  head_scores (+ W_s e_1 with skip): per_head=True
     logits: Tensor       # (B, n_classes)
 
     def as_dict(self) -> dict[str, Tensor]:
@@ -145,16 +149,16 @@ class AttentionClassifier(ClassifierBase):
         scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
         alpha = torch.softmax(scores, dim=-1)
         v_tilde = torch.einsum("bkt,bktv->bkv", alpha, v)
-        head_logits = torch.einsum("bkv,kcv->bkc", v_tilde, self.W_l)
+        head_scores = torch.einsum("bkv,kcv->bkc", v_tilde, self.W_l)
         token_scores = torch.einsum("bktv,kcv->bktc", v, self.W_l)
         if ids is None:
             ids = torch.full(e.shape[:2], -1, dtype=torch.long, device=e.device)
-        logits = head_logits.mean(dim=1)
-        if self.skip:        # head_logits stay W_l^(i) v~^(i); the logits carry W_s e_1
-            logits = logits + self.skip_term(e)
+        head_logits = head_scores
+        if self.skip:        # as forward_embeddings: every head carries the skip term
+            head_logits = head_scores + self.skip_term(e)[:, None, :]
         return Internals(ids=ids, mask=mask, e=e, q1=q1, k=k, v=v, scores=scores, alpha=alpha,
-                         v_tilde=v_tilde, token_scores=token_scores, head_logits=head_logits,
-                         logits=logits)
+                         v_tilde=v_tilde, token_scores=token_scores, head_scores=head_scores,
+                         head_logits=head_logits, logits=head_logits.mean(dim=1))
 
     def _alpha(self, e: Tensor, mask: Tensor) -> Tensor:
         """The [CLS] attention (B, K, T): scores ``q_1 . k_t / sqrt(d_attn)`` computed as

@@ -14,12 +14,18 @@ LIME: 5,000 samples, width 25, ``bow=True``, ``random_state = 1000 * test_index`
 of the LIME study; random scores: ``default_rng(test_index)``), then
 :func:`attnxai.faithfulness.evaluate` every metric, for both perturbations and both selection
 rules, with ``p`` = the probability of the explained class; and the pairwise Kendall tau-b of the
-methods (signed and absolute scores).
+methods (signed and absolute scores). Both tie orders of :data:`attnxai.faithfulness.TIES` are
+recorded in the same run: the default (``"position"``, the earlier of tied positions first) for
+every number, and ferret's (``"ferret"``, the later first) for the AOPC measures and the curves'
+areas, evaluated again only for the methods whose scores tie (LIME and its limit give every
+occurrence of a word its word's score) and copied for the others, whose rankings do not depend
+on the tie order.
 
 **Output.** A results folder (parquet parts and ``_meta.json``, :mod:`~attnxai.experiment.store`),
 one row per review: see :data:`COLUMNS`, then ``{method}__{perturbation}__{selection}__{metric}``
 for ``comprehensiveness``, ``sufficiency``, ``deletion_auc``, ``insertion_auc``, ``n_rationales``,
 ``deletion_curve``, ``insertion_curve`` (lists at :data:`attnxai.faithfulness.CURVE_FRACTIONS`),
+the same with ``__ferret`` appended for the first four (ferret's tie order, :func:`metric_column`),
 ``{method}__{perturbation}__tau_loo``, ``scores__{method}`` (float32 lists, one per word) and
 ``agree__{a}__{b}`` / ``agree_abs__{a}__{b}``. :func:`summarize`, :func:`curve_summary` and
 :func:`agreement_summary` give the tables of the book, with percentile bootstrap intervals over
@@ -37,15 +43,15 @@ import numpy as np
 
 from .. import validate
 from ..faithfulness import (ALL_METHODS, CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS,
-                            QUANTILES, SELECTIONS, agreement, evaluate, review_scores)
+                            QUANTILES, SELECTIONS, TIES, agreement, evaluate, review_scores)
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "FaithfulnessStudy", "GROUPS", "SUMMARY_METRICS", "agreement_summary",
-           "bootstrap_means", "curve_summary", "faithfulness_row", "metric_column",
-           "run_faithfulness", "summarize"]
+           "bootstrap_means", "curve_summary", "faithfulness_row", "metric_column", "read_summary",
+           "run_faithfulness", "summarize", "tie_spread"]
 
 #: The fixed columns of a result row (metric columns follow, see the module docstring).
 COLUMNS = {
@@ -67,12 +73,18 @@ SUMMARY_METRICS = ("comprehensiveness", "sufficiency", "deletion_auc", "insertio
 GROUPS = ("all", "predicted positive", "predicted negative")
 
 
-def metric_column(method: str, perturbation: str, metric: str, selection: str | None = None
-                  ) -> str:
-    """The results column of one number (``selection=None`` for ``tau_loo``)."""
+def metric_column(method: str, perturbation: str, metric: str, selection: str | None = None,
+                  ties: str = "position") -> str:
+    """The results column of one number (``selection=None`` for ``tau_loo``, which does not
+    depend on the tie order; ``ties="ferret"``: the number under ferret's tie order)."""
     if metric == "tau_loo":
         return f"{method}__{perturbation}__tau_loo"
-    return f"{method}__{perturbation}__{selection}__{metric}"
+    col = f"{method}__{perturbation}__{selection}__{metric}"
+    return col if ties == "position" else f"{col}__{ties}"
+
+
+def _has_ties(scores: np.ndarray) -> bool:
+    return np.unique(scores).size < scores.size
 
 
 # ---------------------------------------------------------------- one review
@@ -117,9 +129,15 @@ def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[
     for pert in perturbations:
         row[f"p_empty__{pert}"] = res.p_empty[pert]
     tab = res.table
+    tied = [m for m in methods if _has_ties(rs.scores[m])]
+    ferret = (evaluate(pre, rs.ids, {m: rs.scores[m] for m in tied}, target=c,
+                       perturbations=perturbations, selections=selections, backend=backend,
+                       ties="ferret").table if tied else None)
     for (m, pert, sel), r in tab.iterrows():
+        other = ferret.loc[(m, pert, sel)] if m in tied else r       # no tie: the same ranking
         for metric in SUMMARY_METRICS:
             row[metric_column(m, pert, metric, sel)] = float(r[metric])
+            row[metric_column(m, pert, metric, sel, "ferret")] = float(other[metric])
         row[metric_column(m, pert, "n_rationales", sel)] = int(r["n_rationales"])
         row[metric_column(m, pert, "tau_loo")] = float(r["tau_loo"])
         dcurve, icurve = res.curves[(m, pert, sel)]
@@ -218,7 +236,8 @@ class FaithfulnessStudy(Study):
                 "methods": self.methods, "perturbations": self.perturbations,
                 "selections": self.selections, "quantiles": list(QUANTILES),
                 "curve_fractions": CURVE_FRACTIONS.tolist(),
-                "ties": "stable sort: earlier position first",
+                "ties": "both: 'position' (earlier position first) for every number, and "
+                        "'ferret' (later position first) in the columns ending __ferret",
                 "words_to_positions": "every occurrence gets its word's coefficient",
                 "num_samples": self.num_samples, "kernel_width": self.kernel_width,
                 "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index, "
@@ -315,23 +334,63 @@ def summarize(df, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
     import pandas as pd
 
     methods, perts, sels = _settings_of(df, methods, perturbations, selections)
+    orders = [t for t in TIES if t == "position" or
+              metric_column(methods[0], perts[0], SUMMARY_METRICS[0], sels[0], t) in df.columns]
     keys, cols = [], []
     for m in methods:
         for p in perts:
-            for s in sels:
-                for metric in SUMMARY_METRICS:
-                    keys.append((m, p, s, metric))
-                    cols.append(metric_column(m, p, metric, s))
-            keys.append((m, p, "-", "tau_loo"))
+            for t in orders:
+                for s in sels:
+                    for metric in SUMMARY_METRICS:
+                        keys.append((m, p, s, t, metric))
+                        cols.append(metric_column(m, p, metric, s, t))
+            keys.append((m, p, "-", "-", "tau_loo"))
             cols.append(metric_column(m, p, "tau_loo"))
     X = df[cols].to_numpy(dtype=np.float64)
     rows = []
     for g, mask in _group_masks(df).items():
         mean, lo, hi = bootstrap_means(X[mask], n_boot=n_boot, seed=seed, level=level)
         count = np.isfinite(X[mask]).sum(0)
-        for (m, p, s, metric), c, mu, a, b in zip(keys, count, mean, lo, hi):
-            rows.append({"group": g, "method": m, "perturbation": p, "selection": s,
+        for (m, p, s, t, metric), c, mu, a, b in zip(keys, count, mean, lo, hi):
+            rows.append({"group": g, "method": m, "perturbation": p, "selection": s, "ties": t,
                          "metric": metric, "n": int(c), "mean": mu, "ci_low": a, "ci_high": b})
+    return pd.DataFrame(rows)
+
+
+def read_summary(path):
+    """A committed ``faithfulness_summary.csv`` as a DataFrame (``#`` header lines skipped, the
+    target as a string). A summary written before both tie orders were recorded has no ``ties``
+    column: every number there is the ``"position"`` order (``"-"`` for tau-LOO), and the column
+    is added so."""
+    import pandas as pd
+
+    S = pd.read_csv(path, comment="#")
+    S["target"] = S["target"].astype(str)
+    if "ties" not in S.columns:
+        S.insert(S.columns.get_loc("metric"), "ties",
+                 np.where(S["metric"] == "tau_loo", "-", "position"))
+    return S
+
+
+def tie_spread(df, methods: Sequence[str] | None = None, *, perturbation: str = "delete",
+               selection: str = "positive"):
+    """What the tie order changes, per method and AOPC measure/area, over the reviews of ``df``
+    (a results folder's rows): the mean under each order, the mean and the largest absolute
+    per-review difference (ferret's minus the default), and the share of reviews where it is
+    not zero. Methods without ties have no difference by construction."""
+    import pandas as pd
+
+    methods, _, _ = _settings_of(df, methods, None, None)
+    rows = []
+    for m in methods:
+        for metric in SUMMARY_METRICS:
+            a = df[metric_column(m, perturbation, metric, selection)].to_numpy(float)
+            b = df[metric_column(m, perturbation, metric, selection, "ferret")].to_numpy(float)
+            diff = b - a
+            rows.append({"method": m, "metric": metric, "reviews": len(a),
+                         "position": a.mean(), "ferret": b.mean(), "mean difference": diff.mean(),
+                         "largest |difference|": float(np.abs(diff).max()),
+                         "share of reviews changed": float((diff != 0).mean())})
     return pd.DataFrame(rows)
 
 

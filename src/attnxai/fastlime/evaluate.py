@@ -52,14 +52,19 @@ class ReplaceEvaluator:
         self.ok = bool(np.all(shift - alls.min(axis=0) < MAX_SCORE_RANGE))
         e1, e0, ep = np.exp(s1 - shift), np.exp(s0 - shift), np.exp(sp - shift)
         ecls = np.exp(tab.cls_score - shift)
-        self.const_num = ecls * tab.cls_value + (e0 * v0).sum(0) + (ep * vp).sum(0)
-        self.const_den = ecls + e0.sum(0) + ep.sum(0)
-        self.M = np.ascontiguousarray(np.concatenate([e1 * v1 - e0 * v0, e1 - e0], axis=1))
+        self.const_num = ecls * tab.cls_value + (ep * vp).sum(0)
+        self.const_den = ecls + ep.sum(0)
+        # kept and replaced positions in two products of positive weights: folding them into one
+        # (z @ (e1 - e0) + sum e0) cancels catastrophically when UNK at a position takes most of
+        # a head's attention and the word almost none (the denominator came out 0, or wrong)
+        self.M1 = np.ascontiguousarray(np.concatenate([e1 * v1, e1], axis=1))
+        self.M0 = np.ascontiguousarray(np.concatenate([e0 * v0, e0], axis=1))
         self.K = K
-        self.backend = "numpy"                           # one matrix product: no compiled loop
+        self.backend = "numpy"                           # matrix products: no compiled loop
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
-        r = z.astype(np.float64, copy=False) @ self.M
+        zf = z.astype(np.float64, copy=False)
+        r = zf @ self.M1 + (1.0 - zf) @ self.M0
         num = r[:, : self.K] + self.const_num
         den = r[:, self.K:] + self.const_den
         return (num / den).mean(axis=1)

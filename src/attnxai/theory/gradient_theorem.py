@@ -66,7 +66,7 @@ def gradient_terms(model: AttentionClassifier, ids: Tensor, target: int = 1) -> 
     W_v, W_k, W_q = model.W_v.detach(), model.W_k.detach(), model.W_q.detach()
     alpha = it.alpha                                                      # (B, K, T)
     s = it.token_scores[..., target]                                      # (B, K, T)
-    s_bar = it.head_logits[..., target]                                   # (B, K)
+    s_bar = it.head_scores[..., target]                                   # (B, K)
     # alpha_t (s_t - s~) / sqrt(d_att), zero on padding (alpha = 0 there, s finite)
     c = alpha * (s - s_bar[..., None]) * scale                           # (B, K, T)
     u_value = torch.einsum("kvd,kv->kd", W_v, w)                          # W_v^T w^T  (K, d)
@@ -90,7 +90,7 @@ def gradient_x_input(model: AttentionClassifier, ids: Tensor, target: int = 1) -
     target = validate.target(target, model.n_classes)
     it = _internals(model, ids)
     s = it.token_scores[..., target]
-    s_bar = it.head_logits[..., target][..., None]
+    s_bar = it.head_scores[..., target][..., None]
     a = torch.where(it.mask[:, None, :], it.scores, torch.zeros_like(it.scores))  # -inf -> 0
     per_token = (it.alpha * (s + (s - s_bar) * a)).mean(dim=1)                     # (B, T)
     cls_extra = (it.alpha * (s - s_bar) * a).sum(dim=2).mean(dim=1)                # (B,)

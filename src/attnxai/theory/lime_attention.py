@@ -171,7 +171,11 @@ def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True
     on 255-token reviews, ``benchmarks/deletion_cost.py``); ``lambda_step``: step in ``log
     lambda`` of the profile form's rules (0.7: each expectation to about 1e-5 relative, the
     coefficients to about 1e-6 of their scale; 0.25: 1e-11); ``ksub``: the chain's rule has steps
-    ``log(2)/ksub`` (1: as 0.7; 2: 1e-11; 4: rounding).
+    ``log(2)/ksub``. Measured against the brute-force limit (:func:`~attnxai.theory.lime_exhaustive.
+    exact_limit`) on 32 random models with d = 4..10, both removals, as the largest error over the
+    coefficients relative to the largest coefficient: ``ksub=1`` (the default) median 7e-6, at most
+    1.1e-4; ``ksub=2`` at most 8e-11; ``ksub=4`` 5e-10 and ``ksub=8`` 2e-9, where rounding, not the
+    rule, dominates (``tests/test_results.py`` holds the chain to these bounds on random models).
 
     Raises ``ValueError`` for a kernel so narrow that lime's weights underflow, weights holding
     NaN, and attention scores spanning a range no float64 quadrature can cover.

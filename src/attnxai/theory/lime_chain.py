@@ -44,7 +44,7 @@ from ..threads import one_blas_thread
 from .lime_inputs import Tables, feature_owner
 from .lime_kernels import chain_delete, chain_replace
 from .lime_quadrature import lambda_rule_doubling, lambda_rule_profile
-from .lime_text import moments, removal_law
+from .lime_text import SIGMA_RTOL, moments, removal_law
 
 __all__ = ["chain_gammas", "chain_profile", "delete_terms", "lime_weights",
            "replace_terms", "solve_sigma"]
@@ -68,9 +68,10 @@ def delete_terms(tb: Tables, k: int) -> dict:
     a, b = tb.a_tok[k, 1:], tb.b[k, :n + 1]
     amax, bmax = a.max(), b[1:].max()
     ea = np.exp(a - amax)
-    eb = np.exp(b - bmax)
+    with np.errstate(over="ignore"):     # an infinite [CLS] share is refused by the lambda rule
+        eb = np.exp(b - bmax)
+        g0 = float(np.exp(tb.a_tok[k, 0] + b[0] - amax - bmax))
     eb[0] = 0.0
-    g0 = float(np.exp(tb.a_tok[k, 0] + b[0] - amax - bmax))
     h0 = g0 * float(tb.c_tok[k, 0] + tb.r[k, 0])
     ebr = eb * tb.r[k, :n + 1]
     best = np.maximum.accumulate(eb[1:])               # max over positions 1..t
@@ -143,7 +144,7 @@ def solve_sigma(gamma: np.ndarray, kernel_width: float) -> np.ndarray:
     mo = moments(d, kernel_width)
     a, b, m, a0 = mo.a, mo.b, mo.m, mo.alpha0
     c = a + d * b
-    if not c > 1e-12 * a:
+    if not c > SIGMA_RTOL * a:
         raise ValueError(f"Sigma is numerically singular for d={d}, kernel_width={kernel_width}: "
                          "the kernel puts all the weight on one number of removed features "
                          "(the other weights underflow)")

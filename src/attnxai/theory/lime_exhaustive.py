@@ -38,9 +38,10 @@ APPROXIMATION_KWARGS = {
 
 
 def perturbed_outputs(model: AttentionClassifier, ids: np.ndarray, features, Z: np.ndarray,
-                      bow: bool, target: int = 1) -> np.ndarray:
+                      bow: bool, target: int = 1, head: int | None = None) -> np.ndarray:
     """The model's logit ``target`` (float64) on every perturbation (rows of ``Z``: 1 = feature
-    kept): deleted features vanish (``bow=True``), replaced ones become UNK in place."""
+    kept): deleted features vanish (``bow=True``), replaced ones become UNK in place. ``head``:
+    that head's own output instead of the mean over heads."""
     ids = np.asarray(ids)
     seqs = []
     for z in Z:
@@ -56,6 +57,8 @@ def perturbed_outputs(model: AttentionClassifier, ids: np.ndarray, features, Z: 
             seqs.append(x.tolist())
     m = model if next(model.parameters()).dtype == torch.float64 else _double(model)
     with torch.no_grad():
+        if head is not None:
+            return m(m.collate(seqs), per_head=True)[:, head, target].double().numpy()
         return m(m.collate(seqs))[:, target].double().numpy()
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lime_text import RemovalLaw, continuous_law, removal_law
+from .lime_text import SIGMA_RTOL, RemovalLaw, continuous_law, removal_law
 
 __all__ = ["LAWS", "LambdaRule", "ProfileWeights", "lambda_rule_doubling", "lambda_rule_profile",
            "profile_law", "profile_weights"]
@@ -234,7 +234,7 @@ def profile_weights(d: int, kernel_width: float, law: str = "discrete",
         mp = float(np.sum(q * p))
         var = float(np.sum(q * (p - mp) ** 2))
         epp = float(np.sum(q * p * (1 - p)))
-        if not (var > 1e-12 * max(epp, 1e-300) and epp > 0):
+        if not (var > SIGMA_RTOL * max(epp, 1e-300) and epp > 0):
             raise ValueError(f"kernel_width={kernel_width} is so narrow for d={d} features that "
                              "lime's weights underflow: LIME's limit is undefined (widen it)")
         U = v * nodes * (1 - nodes) / epp
@@ -250,7 +250,7 @@ def profile_weights(d: int, kernel_width: float, law: str = "discrete",
     mp = float(np.sum(q * p))
     var = float(np.sum(q * (p - mp) ** 2))
     epp = float(np.sum(q * w))
-    if not (var > 1e-12 * max(epp, 1e-300) and epp > 0):
+    if not (var > SIGMA_RTOL * max(epp, 1e-300) and epp > 0):
         raise ValueError(
             f"kernel_width={kernel_width} is so narrow for d={d} features that lime's weights of "
             "all but (almost) one number of removed features underflow to 0: the weighted law "

@@ -45,6 +45,13 @@ from .. import validate
 DEFAULT_KERNEL_WIDTH = 25.0
 #: Largest ``d`` for which :func:`gamma_exact` enumerates the 2^d perturbations.
 MAX_ENUMERATE = 20
+#: The closed forms refuse a kernel for which ``a + d b = d Var_pi(p)`` (the eigenvalue of Sigma's
+#: z-block along the all-ones vector) falls below this fraction of ``a``: the error of ``Sigma^{-1} Gamma``
+#: in float64 is about ``1e-15 a / (a + d b)`` of the function's scale (measured against a 40-digit
+#: solve, ``tests/test_results_lime.py``), so this bound keeps every returned limit within about
+#: 1e-6 of it. For lime's default width 25 every ``d >= 2`` passes; the narrowest accepted width
+#: is about 15 for ``d = 2``, 1.8 for ``d = 8``, 0.27 for ``d = 50`` and 0.05 for ``d = 255``.
+SIGMA_RTOL = 1e-9
 WIDE = math.inf
 
 
@@ -219,10 +226,31 @@ def _regular_moments(d: int, kernel_width: float) -> Moments:
     against ``a``: the kernel then puts all the weight on one number of removed features, Sigma is
     numerically singular and ``shrink`` would be rounding noise."""
     mo = moments(d, kernel_width)
-    if not mo.a + mo.d * mo.b > 1e-12 * mo.a:
+    if not mo.a + mo.d * mo.b > SIGMA_RTOL * mo.a:
         raise ValueError(f"Sigma is numerically singular for d={mo.d}, kernel_width={mo.kernel_width}: "
                          "the kernel puts all the weight on one number of removed features")
     return mo
+
+
+def narrowest_kernel_width(d: int) -> float:
+    """The narrowest kernel width for which the closed forms accept ``d`` features (the
+    :data:`SIGMA_RTOL` condition), by bisection to 1e-9 relative; narrower ones are refused."""
+    d = check_d(d)
+    if d < 2:
+        raise ValueError("d = 1: Sigma is singular for every kernel width")
+
+    def accepted(nu: float) -> bool:
+        try:
+            mo = moments(d, nu)
+        except ValueError:                       # every weight underflows
+            return False
+        return mo.a + d * mo.b > SIGMA_RTOL * mo.a
+
+    lo, hi = 1e-4, 1e4
+    while hi / lo > 1 + 1e-9:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if accepted(mid) else (mid, hi)
+    return hi
 
 
 def sigma_inverse(d: int, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndarray:
@@ -375,6 +403,10 @@ def delta_exact(f: Callable[[np.ndarray], np.ndarray], d: int,
     z, prob, w = perturbation_law(d, kernel_width)
     y = np.asarray(f(z), dtype=float).reshape(-1)
     q = prob * w
+    if not (np.all(q @ z > 0) and np.all(q @ (1 - z) > 0)):
+        raise ValueError(f"kernel_width={kernel_width} is so narrow for d={d} features that "
+                         "lime's weights underflow: a word is never kept (or never removed) with "
+                         "positive weight, and its effect Delta_j is undefined (widen the kernel)")
     on = (q * y) @ z / (q @ z)
     off = (q * y) @ (1 - z) / (q @ (1 - z))
     return on - off
@@ -384,6 +416,39 @@ def beta_exact(f: Callable[[np.ndarray], np.ndarray], d: int,
                kernel_width: float = DEFAULT_KERNEL_WIDTH) -> tuple[float, np.ndarray]:
     """LIME's ``n -> infinity`` limit ``(b0, beta)`` for any ``f`` on a small document (enumeration)."""
     return beta_from_gamma(gamma_exact(f, d, kernel_width), kernel_width)
+
+
+def beta_high_precision(f: Callable[[np.ndarray], np.ndarray], d: int,
+                        kernel_width: float = DEFAULT_KERNEL_WIDTH, *, digits: int = 40
+                        ) -> np.ndarray:
+    """LIME's limit ``beta`` from its definition, the weighted normal equations ``Sigma beta =
+    Gamma`` over the 2^d perturbations, solved in ``digits``-digit arithmetic (mpmath, a SymPy
+    dependency): a reference for the float64 closed forms, whatever the conditioning of Sigma
+    (``d`` up to 12)."""
+    import mpmath
+
+    d = check_d(d)
+    if d > 12:
+        raise ValueError(f"d={d}: the high-precision reference enumerates 2^d perturbations, d <= 12")
+    nu = check_kernel_width(kernel_width)
+    z = _all_z(d)
+    y = np.asarray(f(z), dtype=float).reshape(-1)
+    with mpmath.workdps(int(digits)):
+        S, G = mpmath.matrix(d + 1, d + 1), mpmath.matrix(d + 1, 1)
+        for row, value in zip(z, y):
+            s = d - int(row.sum())
+            if s == 0:                     # z = 1, sample 0: probability 0 as n -> infinity
+                continue
+            dist = 100 * (1 - mpmath.sqrt(mpmath.mpf(d - s) / d))
+            w = mpmath.mpf(1) if math.isinf(nu) else mpmath.exp(-dist ** 2 / (2 * mpmath.mpf(nu) ** 2))
+            q = w / (d * math.comb(d, s))
+            x = [1, *row.astype(int).tolist()]
+            for a in range(d + 1):
+                G[a] += q * x[a] * mpmath.mpf(value)
+                for b in range(d + 1):
+                    S[a, b] += q * x[a] * x[b]
+        sol = mpmath.lu_solve(S, G)
+        return np.array([float(sol[j]) for j in range(1, d + 1)])
 
 
 def beta_expected_ridge(gamma, f_doc: float, n: int, kernel_width: float = DEFAULT_KERNEL_WIDTH,
