@@ -159,18 +159,23 @@ def numbering_problems(latex_dir: Path, tex: str) -> list[str]:
     toc = (latex_dir / "attnxai-book.toc").read_text()
     entries = re.findall(r"\\contentsline \{chapter\}\{(\\numberline \{(\d+)\})?(.*?)\}\{[^}]*\}"
                          r"\{[^}]*\}%", toc)
-    # in order; the bibliography and the indexes add unnumbered chapters of their own
-    rest = list(entries)
+    # the LaTeX build moves the bibliography to the end and adds the indexes: find each
+    # chapter by its title; the numbered ones must come in the site's order
+    used, positions = set(), []
     for name, title, number in chapters:
-        while rest and _plain(rest[0][2]) != _plain(title):
-            rest.pop(0)
-        if not rest:
+        at = next((i for i, e in enumerate(entries) if i not in used
+                   and _plain(e[2]) == _plain(title)), None)
+        if at is None:
             problems.append(f"chapter {title!r} ({name}) is not in the PDF's table of contents")
-            break
-        got = int(rest[0][1]) if rest[0][1] else None
+            continue
+        used.add(at)
+        got = int(entries[at][1]) if entries[at][1] else None
         if got != number:
             problems.append(f"chapter {title!r}: numbered {got} in the PDF, {number} on the site")
-        rest.pop(0)
+        if number is not None:
+            positions.append(at)
+    if positions != sorted(positions):
+        problems.append("the numbered chapters are not in the site's order")
     number_of = {name: number for name, _, number in chapters}
     # boxes (theorems, exercises): "Kind C.k" inside chapter C, exercises 1, 2, ... per chapter
     current, exercises, seen = None, {}, []

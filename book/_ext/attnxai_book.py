@@ -343,8 +343,8 @@ def _drop_empty_chapters(doctree):
         if len(sections) != 1:
             continue
         content = [c for c in sections[0].children if not isinstance(c, nodes.title)]
-        if all(type(c).__name__ == "HiddenCellNode" or isinstance(c, (nodes.target, nodes.raw))
-               for c in content):
+        # what is left there: an empty container, the placeholders of moved nodes
+        if all(not c.astext().strip() and not any(c.findall(nodes.image)) for c in content):
             sof.parent.remove(sof)
 
 
