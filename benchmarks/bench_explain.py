@@ -2,12 +2,12 @@
 
     python benchmarks/bench_explain.py [--profile paper] [--repeats 5]
 
-Runs the command line ``python -m attnxai explain TEXT --model PROFILE --json --no-progress``
+Runs the command line ``python -m attnxai explain TEXT --profile PROFILE --json --no-progress``
 ``--repeats`` times in fresh processes (what a user waits for: interpreter start, imports, model
 loading, attention, gradients and LIME with 5,000 samples) for two texts, the paper's Figure 1
 sentence and a test review long enough to fill the model (255 tokens), and prints the median and
 the largest wall time. It then times the steps inside one process: imports, loading the cached
-model (:func:`attnxai.faithfulness.cached_pretrained`), and :func:`attnxai.faithfulness.explain`
+model (:func:`attnxai.pretrained`), and :func:`attnxai.explain`
 on a loaded model. The environment's thread settings are used as they are (set
 ``OMP_NUM_THREADS=1`` on a shared machine). Exit status 1 if a median exceeds ``--budget``.
 """
@@ -25,7 +25,7 @@ import warnings
 
 def _cli(text: str, profile: str) -> float:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "attnxai", "explain", text, "--model", profile,
+    out = subprocess.run([sys.executable, "-m", "attnxai", "explain", text, "--profile", profile,
                           "--json", "--no-progress"], capture_output=True, text=True)
     dt = time.perf_counter() - t0
     if out.returncode != 0:
@@ -43,12 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="the text has")     # the long review is cut
     t0 = time.perf_counter()
     import attnxai
-    from attnxai import faithfulness as F
     from attnxai import paper
     t_import = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    pre = F.cached_pretrained(args.profile, progress=False)      # trains it first if missing
+    pre = attnxai.pretrained(args.profile, progress=False)       # trains it first if missing
     t_load = time.perf_counter() - t0
     data = attnxai.load_imdb()
     long_text = next(r.text for r in data.test
@@ -57,17 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"profile {args.profile}: model {pre.path.name}; load average "
           f"{os.getloadavg()[0]:.2f}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     print(f"in one process: imports {t_import:.2f} s, loading the cached model {t_load:.2f} s")
-    F.explain(paper.FIGURE1_TEXT, pre=pre)                         # numba kernels loaded once
+    lime = {"LIME": {"backend": "numpy"}}                          # as the command runs it
+    attnxai.explain(pre, paper.FIGURE1_TEXT, settings=lime)         # a first call warms up
     for name, text in texts.items():
         ts = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            ex = F.explain(text, pre=pre)
+            ex = attnxai.explain(pre, text, settings=lime)
             ts.append(time.perf_counter() - t0)
         print(f"  explain() on {name} ({len(ex.tokens)} tokens): median "
               f"{statistics.median(ts):.3f} s")
     status = 0
-    print(f"`python -m attnxai explain TEXT --model {args.profile} --json`, fresh process each "
+    print(f"`python -m attnxai explain TEXT --profile {args.profile} --json`, fresh process each "
           f"time ({args.repeats} runs):")
     _cli(paper.FIGURE1_TEXT, args.profile)                        # a first run warms the disk
     for name, text in texts.items():

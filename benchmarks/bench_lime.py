@@ -10,8 +10,8 @@ one-process-per-core experiment, and as a fair comparison):
 
 * ``lime``: ``LimeTextExplainer(...).explain_instance`` with the model's batched forward
   (``Pretrained.predict_logits``) as ``classifier_fn``;
-* ``fast``: :func:`attnxai.fastlime.explain` (numba loops) with the same seed, and ``numpy``: the
-  same with ``backend="numpy"``;
+* ``fast``: :func:`attnxai.fastlime.explain_instance` (numba loops) with the same seed, and
+  ``numpy``: the same with ``backend="numpy"``;
 * ``gram``: ``(sqrt(W) X)^T (sqrt(W) X)`` on the same masks, the one product every exact ridge on
   all ``d`` features must form.
 
@@ -72,18 +72,18 @@ def main(argv: list[str] | None = None) -> int:
             for i, text in enumerate(texts):
                 seed = 1000 + i
                 kw = dict(bow=bow, num_samples=args.num_samples, random_state=seed, keep_data=True)
-                res = fastlime.explain(pre, text, **kw)                    # warm up (compile)
-                fastlime.explain(pre, text, backend="numpy", **kw)
+                res = fastlime.explain_instance(pre, text, **kw)        # warm up (compile)
+                fastlime.explain_instance(pre, text, backend="numpy", **kw)
                 assert res.path == "fast", res.reason
                 fast, slow, gram = [], [], []
                 for _ in range(args.repeats):
                     t0 = time.perf_counter()
-                    fastlime.explain(pre, text, bow=bow, num_samples=args.num_samples,
+                    fastlime.explain_instance(pre, text, bow=bow, num_samples=args.num_samples,
                                      random_state=seed)
                     fast.append(time.perf_counter() - t0)
                     gram.append(_gram(res.masks, res.weights))
                     t0 = time.perf_counter()
-                    fastlime.explain(pre, text, bow=bow, num_samples=args.num_samples,
+                    fastlime.explain_instance(pre, text, bow=bow, num_samples=args.num_samples,
                                      random_state=seed, backend="numpy")
                     slow.append(time.perf_counter() - t0)
                     gram.append(_gram(res.masks, res.weights))

@@ -1,5 +1,6 @@
 """The cost of LIME's closed-form limit (:func:`attnxai.theory.lime_limit`) next to one LIME run
-(:func:`attnxai.fastlime.explain`, 5,000 samples) on the same reviews, measured in the same run.
+(:func:`attnxai.fastlime.explain_instance`, 5,000 samples) on the same reviews, measured in the same
+run.
 
     ATTNXAI_IMDB_ARCHIVE=... python benchmarks/bench_lime_limit.py [--reviews 12] [--profile paper]
 
@@ -9,7 +10,7 @@ times with one thread for torch and BLAS (as a corpus worker runs):
 
 * ``limit``: ``theory.lime_limit(pre, text, bow=bow)`` with its defaults (deletion: lime's own law
   by the chain over kept tokens; replacement: independent removal, the profile form);
-* ``lime``: ``fastlime.explain(pre, text, bow=bow, num_samples=5000)``;
+* ``lime``: ``fastlime.explain_instance(pre, text, bow=bow, num_samples=5000)``;
 
 each the median of ``--repeats`` calls, the two interleaved so that a busy machine slows both
 alike. Wall-clock and CPU (process) times are printed, with the load average before and after:
@@ -70,13 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         for bow in (True, False):
             for text in texts:
                 beta = theory.lime_limit(pre, text, bow=bow)           # warm up (compile)
-                fastlime.explain(pre, text, bow=bow, num_samples=args.num_samples, random_state=0)
+                fastlime.explain_instance(pre, text, bow=bow, num_samples=args.num_samples,
+                                          random_state=0)
                 lw, lc, xw, xc = [], [], [], []
                 for r in range(args.repeats):
                     w, c = _timed(lambda: theory.lime_limit(pre, text, bow=bow), 1)
                     lw.append(w)
                     lc.append(c)
-                    w, c = _timed(lambda r=r: fastlime.explain(
+                    w, c = _timed(lambda r=r: fastlime.explain_instance(
                         pre, text, bow=bow, num_samples=args.num_samples, random_state=r), 1)
                     xw.append(w)
                     xc.append(c)
@@ -99,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         r = [x for x in rows if x[0] == bow]
         med = [statistics.median(x[k] for x in r) * 1e3 for k in (1, 2, 3, 4)]
         print(f"  bow={bow!s:5}: lime_limit {med[0]:.1f} (cpu {med[1]:.1f}) | "
-              f"fastlime.explain {args.num_samples} samples {med[2]:.1f} (cpu {med[3]:.1f})")
+              f"fastlime.explain_instance {args.num_samples} samples {med[2]:.1f} "
+              f"(cpu {med[3]:.1f})")
     print(f"load average after: {load1[0]:.2f} {load1[1]:.2f}")
     return 0 if np.isfinite([x[1] for x in rows]).all() else 1
 

@@ -10,8 +10,8 @@ cached model's if it is trained, else freshly initialised: speed does not depend
   autocast;
 * **inference**: reviews per second of ``predict`` (``torch.no_grad``, batches of 256 sorted by
   length) on 1,024 reviews, float32 weights and bfloat16 weights;
-* **LIME**: seconds per review of :func:`attnxai.fastlime.explain` (lime's generic path, 5,000
-  samples, ``bow=True``) on reviews of about 60, 130 and 255 tokens, float32 and bfloat16,
+* **LIME**: seconds per review of :func:`attnxai.fastlime.explain_instance` (lime's generic path,
+  5,000 samples, ``bow=True``) on reviews of about 60, 130 and 255 tokens, float32 and bfloat16,
   with the relative error and correlation of the bfloat16 coefficients against float32;
 
 each with 1 and 2 torch threads. Prints a table and writes it as CSV (with ``#`` header lines:
@@ -56,10 +56,11 @@ def _train_rate(model, batches, labels, autocast: bool, seconds: float) -> float
 
 
 def main(argv: list[str] | None = None) -> int:
-    from attnxai import fastlime, load_imdb
-    from attnxai.checkpoint import Pretrained, pretrained
+    from attnxai import Pretrained, fastlime, load_imdb, pretrained
+    from attnxai.interface import predict
+    from attnxai.profiles import get_config
     from attnxai.text import Vocab, normalize_for_lime
-    from attnxai.train import bucketed_batches, build_model, encode_reviews, get_config, predict
+    from attnxai.train import bucketed_batches, build_model, encode_reviews
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", default="multilayer")
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 m = model32 if prec == "fp32" else copy.deepcopy(model32).to(torch.bfloat16)
                 lp = Pretrained(m, pre.vocab, pre.config, pre.metrics, None)
                 t0 = time.perf_counter()
-                res = fastlime.explain(lp, text, num_samples=5000, random_state=0)
+                res = fastlime.explain_instance(lp, text, num_samples=5000, random_state=0)
                 sec = time.perf_counter() - t0
                 coefs[prec] = np.asarray(res.coef)
                 row = {"what": f"LIME, {len(text.split())} tokens", "precision": prec,
@@ -138,11 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     with pd.option_context("display.width", 140, "display.max_columns", 10):
         print(df.round(4).to_string(index=False))
     if args.csv:
-        from attnxai.train import source_state
+        from attnxai.provenance import code_label
 
-        src = source_state()
         header = [f"# command: python {' '.join(sys.argv)}",
-                  f"# code: {src['commit']}{' (with uncommitted changes!)' if src['dirty'] else ''}",
+                  f"# code: {code_label()}",
                   f"# model: {source}; profile {cfg.profile}; torch {torch.__version__}",
                   f"# load average before {before:.2f}, after {after:.2f}; written "
                   f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}"]

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 import torch
 
-from attnxai import AttentionClassifier, Pretrained, Vocab, checkpoint, cli, data
-from attnxai.checkpoint import (MANIFEST, CheckpointError, CheckpointWarning, cache_key, load,
-                                pretrained, save)
+from attnxai import AttentionClassifier, Pretrained, Vocab, checkpoint, cli, data, files, trained
+from attnxai.cache import FORMAT_VERSION, cache_key
+from attnxai.checkpoint import MANIFEST, CheckpointError, CheckpointWarning, load, save
 from attnxai.data import CacheError
-from attnxai.train import get_config
+from attnxai.profiles import get_config
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED_SHA = "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066"
@@ -37,7 +37,7 @@ def tiny_pretrained(n_words: int = 1200, *, seed: int = 0, profile: str = "quick
     m = AttentionClassifier(len(vocab), d_embed=8, d_attn=4, d_value=5, n_heads=2, max_len=16)
     m.eval()
     conf = {"arch": "AttentionClassifier", "train": get_config(profile).to_dict(),
-            "model": m.config, "data_sha256": LABELLED_SHA, "format": checkpoint.FORMAT_VERSION}
+            "model": m.config, "data_sha256": LABELLED_SHA, "format": FORMAT_VERSION}
     return Pretrained(m, vocab, conf, {"test_accuracy": 0.5})
 
 
@@ -94,7 +94,7 @@ def test_save_writes_a_manifest_that_load_checks(saved):
 
 def test_existing_cache_keys_are_unchanged():
     """No FORMAT_VERSION bump: the checkpoints already cached (no manifest) keep their folders."""
-    assert checkpoint.FORMAT_VERSION == 1
+    assert FORMAT_VERSION == 1
     assert cache_key(get_config("quick"), LABELLED_SHA) == "6468f19043c3e6d1"
     assert cache_key(get_config("paper"), LABELLED_SHA) == "b287d8a53a883860"
 
@@ -158,7 +158,7 @@ def test_cli_says_which_file_is_damaged_in_one_line(saved, capsys):
 def test_pretrained_refuses_a_folder_holding_another_config(cache):
     path = save(tiny_pretrained(profile="paper"), cached_folder(cache, "quick"))
     with pytest.raises(CheckpointError, match="another configuration than profile 'quick'"):
-        pretrained("quick", progress=False)
+        trained.pretrained("quick", progress=False)
     assert path.is_dir()                                      # refused, never deleted
 
 
@@ -220,7 +220,7 @@ def test_legacy_checkpoint_in_an_unwritable_folder_still_loads(saved, monkeypatc
     def refuse(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(checkpoint.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(files.tempfile, "mkstemp", refuse)
     checkpoint._WARNED.discard(str(path.resolve()))
     with pytest.warns(CheckpointWarning, match=r"no manifest could be written \(the folder is not "
                                                r"writable \(Permission denied\)\)"):
@@ -272,13 +272,13 @@ def test_two_writers_and_a_reader_never_collide(tmp_path):
 
 KILLED_WRITER = textwrap.dedent("""
     import sys, time
-    from attnxai import checkpoint
-    real = checkpoint._write
-    def slow(folder, name, data):
-        real(folder, name, data)
+    from attnxai import checkpoint, files
+    real = files.write_durably
+    def slow(path, data):
+        real(path, data)
         print("writing", flush=True)
         time.sleep(60)
-    checkpoint._write = slow
+    files.write_durably = slow
     checkpoint.save(checkpoint.load(sys.argv[1]), sys.argv[2])
 """)
 
@@ -334,9 +334,9 @@ def test_saving_through_a_symlink_replaces_the_folder_it_points_to(tmp_path):
 TRAINER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    import attnxai.checkpoint as ck
+    import attnxai.trained as ck
     from attnxai.data import IMDb, Review
-    from attnxai.train import get_config
+    from attnxai.profiles import get_config
     log, go = Path(sys.argv[1]), Path(sys.argv[2])
     words = "good bad film movie plot acting great awful boring moving story".split()
     reviews = [Review(" ".join(words[(i * 7 + j) % len(words)] for j in range(6)), i % 2, 1, i,
@@ -390,14 +390,14 @@ def test_unwritable_cache_is_found_before_training(tmp_path, monkeypatch):
     def never(*a, **k):
         raise AssertionError("must not load data or train with an unwritable cache")
 
-    monkeypatch.setattr(checkpoint, "train", never)
-    monkeypatch.setattr(checkpoint, "load_imdb", never)
+    monkeypatch.setattr(trained, "train", never)
+    monkeypatch.setattr(trained, "load_imdb", never)
     monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("ATTNXAI_CACHE", str(blocker / "cache"))   # cannot be created
     with pytest.raises(CacheError, match=rf"{blocker / 'cache'}.* not writable.*ATTNXAI_CACHE"):
-        pretrained("quick", progress=False)
+        trained.pretrained("quick", progress=False)
     monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "ro"))       # exists, refuses files
 
     def refuse(*a, **k):
@@ -406,7 +406,7 @@ def test_unwritable_cache_is_found_before_training(tmp_path, monkeypatch):
     monkeypatch.setattr(data.tempfile, "mkstemp", refuse)
     with pytest.raises(CacheError, match=r"ro/models is not writable \(Permission denied\).*"
                                          r"ATTNXAI_CACHE"):
-        pretrained("quick", progress=False)
+        trained.pretrained("quick", progress=False)
     assert cli.main(["train", "--profile", "quick"]) == 2
 
 
@@ -425,8 +425,8 @@ def offline(monkeypatch):
 def test_cached_model_is_found_without_the_archive(cache, offline, monkeypatch, sha):
     pre = tiny_pretrained()
     save(pre, cached_folder(cache, sha=sha))
-    monkeypatch.setattr(checkpoint, "load_imdb", lambda *a, **k: pytest.fail("read the data"))
-    back = pretrained("quick", progress=False)
+    monkeypatch.setattr(trained, "load_imdb", lambda *a, **k: pytest.fail("read the data"))
+    back = trained.pretrained("quick", progress=False)
     assert same_weights(pre, back) and back.path == cached_folder(cache, sha=sha)
 
 
@@ -443,11 +443,11 @@ def test_cli_info_works_offline(saved, offline, capsys):
 def test_cached_model_with_an_archive_reads_no_review(saved, monkeypatch, archive):
     """With the archive given, its checksum finds the model; its 50,000 reviews are not parsed."""
     pre, path = saved
-    monkeypatch.setattr(checkpoint, "load_imdb", lambda *a, **k: pytest.fail("parsed the data"))
+    monkeypatch.setattr(trained, "load_imdb", lambda *a, **k: pytest.fail("parsed the data"))
     monkeypatch.setenv("ATTNXAI_IMDB_ARCHIVE", archive)
     if data.file_sha256(archive) != LABELLED_SHA:
         pytest.skip("the test archive is not the labelled copy")
-    assert pretrained("quick", progress=False).path == path
+    assert trained.pretrained("quick", progress=False).path == path
 
 
 # ---------------------------------------------------------------- one cache for every start

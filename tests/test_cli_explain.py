@@ -1,5 +1,6 @@
-"""`attnxai explain`: the function (attnxai.faithfulness.explain), the command, its HTML Figure 1,
-JSON, explainer choice and the messages for empty, unknown and too long texts."""
+"""`attnxai explain`: the command (attnxai.explain behind it), its HTML Figure 1, JSON, method
+choice, uniform flags (old spellings accepted with a note) and the messages for empty, unknown and
+too long texts; `--debug` and what counts as a user's mistake."""
 
 from __future__ import annotations
 
@@ -11,57 +12,19 @@ import numpy as np
 import pytest
 from conftest import make_tiny, tiny_text
 
-from attnxai import explainers, paper
-from attnxai import faithfulness as F
+import attnxai
+from attnxai import paper, trained
 from attnxai.cli import main as cli_main
 from attnxai.plots import figure1_page
+from attnxai.registry import ALL_METHODS, PAPER_METHODS
 
 
 @pytest.fixture
 def tiny_cached(monkeypatch):
     """`attnxai explain` on the tiny model instead of a cached profile."""
     pre = make_tiny(seed=3)
-    monkeypatch.setattr(F, "cached_pretrained", lambda profile="paper", progress=True: pre)
+    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", progress=True: pre)
     return pre
-
-
-def test_explain_function_gives_the_seven_explainers(tiny):
-    text = "The film was good, but the plot was boring!"
-    ex = F.explain(text, pre=tiny, num_samples=300)
-    assert ex.tokens == "the film was good but the plot was boring".split()
-    assert list(ex.scores) == list(explainers.METHODS)
-    assert all(v.shape == (len(ex.tokens),) for v in ex.scores.values())
-    assert ex.probability.sum() == pytest.approx(1.0) and ex.cut == 0 and ex.unknown == []
-    # the same numbers as the package's explainers
-    df = explainers.explain_text(tiny, text, lime_kwargs={"random_state": 42,
-                                                          "num_samples": 300})
-    for m in explainers.METHODS:
-        np.testing.assert_allclose(ex.scores[m], df[m].to_numpy(), atol=1e-12)
-    table = ex.to_text()
-    assert table.splitlines()[0].split()[:3] == ["#", "token", "alpha-avg"]
-    assert len(table.splitlines()) == 2 + len(ex.tokens)
-    assert "\x1b[" in ex.to_text(color=True) and "\x1b[" not in table
-    doc = json.loads(json.dumps(ex.to_json()))
-    assert doc["tokens"] == ex.tokens and set(doc["scores"]) == set(explainers.METHODS)
-
-
-def test_explain_messages(tiny):
-    long = tiny_text(60, seed=1, unknown=False)
-    with pytest.warns(UserWarning, match="60 tokens and the model reads 39: the last 21 were cut"):
-        ex = F.explain(long, pre=tiny, methods=["GxI"])
-    assert (ex.n_tokens, ex.cut, len(ex.tokens)) == (60, 21, 39)
-    assert "the last 21 were cut" in ex.summary()
-    ex = F.explain("good zork film blarg", pre=tiny, methods=["alpha-avg", "LIME"],
-                   num_samples=100)
-    assert ex.unknown == ["zork", "blarg"] and "read as UNK: zork, blarg" in ex.summary()
-    with pytest.raises(ValueError, match="empty"):
-        F.explain("   ", pre=tiny)
-    with pytest.raises(ValueError, match="no letter or digit"):
-        F.explain("?! ...", pre=tiny)
-    with pytest.raises(ValueError, match="none of the 2 distinct words .* vocabulary"):
-        F.explain("zork blarg zork", pre=tiny)
-    with pytest.raises(ValueError, match="unknown explainer"):
-        F.explain("good film", pre=tiny, methods=["SHAP"])
 
 
 def test_figure1_page_is_offline_and_shaded_per_row():
@@ -79,22 +42,45 @@ def test_figure1_page_is_offline_and_shaded_per_row():
 
 
 def test_cli_table_json_html_and_choice(tiny_cached, tmp_path, capsys):
-    assert cli_main(["explain", "a good film with a boring plot", "--num-samples", "200"]) == 0
+    text = "a good film with a boring plot"
+    assert cli_main(["explain", text, "--num-samples", "200"]) == 0
     out = capsys.readouterr().out
-    assert "P(class 1)" in out and all(m in out for m in explainers.METHODS)
+    assert "P(class 1)" in out and all(m in out for m in PAPER_METHODS)
     assert "\x1b[" not in out                          # not a terminal: no colours
     html = tmp_path / "fig1.html"
-    assert cli_main(["explain", "a good film with a boring plot", "--json", "--html", str(html),
-                     "--explainers", "lime,GXI", "--num-samples", "200"]) == 0
+    assert cli_main(["explain", text, "--json", "--html", str(html), "--methods", "lime,GXI",
+                     "--num-samples", "200"]) == 0
     cap = capsys.readouterr()
     doc = json.loads(cap.out)
-    assert list(doc["scores"]) == ["LIME", "GxI"] and doc["tokens"][1] == "good"
+    assert list(doc["token_scores"]) == ["LIME", "GxI"] and doc["tokens"][1] == "good"
     assert f"wrote {html}" in cap.err
     page = html.read_text()
     assert page.count("<tr>") == 2 and ">boring<" in page
-    assert cli_main(["explain", "good film", "--explainers", "all", "--json",
-                     "--num-samples", "100"]) == 0
-    assert list(json.loads(capsys.readouterr().out)["scores"]) == list(F.ALL_METHODS)
+    # the command's numbers are the function's, with its one default seed
+    ex = attnxai.explain(tiny_cached, text, ["LIME", "GxI"],
+                         settings={"LIME": {"num_samples": 200}})
+    assert doc["token_scores"]["LIME"] == ex.token_scores["LIME"].tolist()
+    assert cli_main(["explain", text, "--methods", "all", "--json",
+                     "--num-samples", "100", "--seed", "5", "--kernel-width", "50"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc["token_scores"]) == list(ALL_METHODS)
+    assert doc["settings"]["LIME"]["seed"] == 5 and doc["settings"]["random"]["seed"] == 5
+    assert doc["settings"]["LIME limit"]["kernel_width"] == 50.0
+    assert cli_main(["explain", "good good film", "--methods", "GxI", "--level", "word"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 2 + 2        # 2 distinct words
+    assert cli_main(["explain", "good film", "--methods", "GxI", "--target", "predicted",
+                     "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["target"] == doc["predicted"]
+
+
+def test_old_flag_spellings_still_work_and_say_which_to_use(tiny_cached, capsys):
+    assert cli_main(["explain", "good film", "--explainers", "GxI", "--model", "quick",
+                     "--json"]) == 0
+    cap = capsys.readouterr()
+    assert list(json.loads(cap.out)["token_scores"]) == ["GxI"]
+    assert "--explainers is deprecated, use --methods" in cap.err
+    assert "--model is deprecated, use --profile" in cap.err
 
 
 def test_cli_messages(tiny_cached, capsys):
@@ -102,36 +88,46 @@ def test_cli_messages(tiny_cached, capsys):
     assert "text is empty" in capsys.readouterr().err
     assert cli_main(["explain", "zork blarg"]) == 2
     assert "vocabulary" in capsys.readouterr().err
-    assert cli_main(["explain", "good film", "--explainers", "alpha,shap"]) == 2
-    assert "unknown explainer(s) ['alpha', 'shap']" in capsys.readouterr().err
+    assert cli_main(["explain", "good film", "--methods", "alpha,shap"]) == 2
+    assert "unknown method(s) ['alpha', 'shap']" in capsys.readouterr().err
     assert cli_main(["explain", "good film", "--num-samples", "1"]) == 2
     assert "num_samples" in capsys.readouterr().err
+    assert cli_main(["explain", "good film", "--target", "positive"]) == 2
+    assert "--target must be a class index or 'predicted'" in capsys.readouterr().err
     long = tiny_text(50, seed=2, unknown=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # the CLI turns the warning into a note
-        assert cli_main(["explain", long, "--explainers", "GxI"]) == 0
+        assert cli_main(["explain", long, "--methods", "GxI"]) == 0
     cap = capsys.readouterr()
     assert re.search(r"note: the text has 50 tokens .* the last 11 were cut", cap.err)
     assert len(cap.out.splitlines()) == 2 + 2 + 39      # summary (2 lines), header, rule, rows
 
 
+def test_debug_shows_the_traceback_and_a_bug_is_not_a_users_mistake(tiny_cached, monkeypatch,
+                                                                      capsys):
+    with pytest.raises(ValueError, match="text is empty"):
+        cli_main(["explain", "", "--debug"])
+    with pytest.raises(ValueError, match="text is empty"):
+        cli_main(["--debug", "explain", ""])
+    assert cli_main(["explain", ""]) == 2               # without --debug: one line
+
+    def broken(*a, **k):
+        raise TypeError("an internal bug")
+
+    monkeypatch.setattr(attnxai.explanation, "read_document", broken)
+    with pytest.raises(TypeError, match="an internal bug"):   # never hidden as a user error
+        cli_main(["explain", "good film"])
+
+
+def test_skip_ablation_help_names_its_chapter(capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["--help"])
+    assert "the single-layer model with and without the skip connection, per seed (chapter 8)" \
+        in " ".join(capsys.readouterr().out.split())
+
+
 def test_cli_on_the_cached_quick_model(quick_model, capsys):
-    assert F.cached_pretrained("quick").path == quick_model.path
-    assert cli_main(["explain", paper.FIGURE1_TEXT, "--model", "quick", "--json",
+    assert cli_main(["explain", paper.FIGURE1_TEXT, "--profile", "quick", "--json",
                      "--no-progress"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["model"] == quick_model.path.name and len(doc["tokens"]) == 7
-
-
-def test_cached_pretrained_says_when_it_must_train(tmp_path, monkeypatch, capsys):
-    import attnxai.checkpoint
-    import attnxai.data
-
-    monkeypatch.setattr(attnxai.data, "cache_dir", lambda: tmp_path)
-    trained = []
-    monkeypatch.setattr(attnxai.checkpoint, "pretrained",
-                        lambda profile, progress=True: trained.append(profile) or "model")
-    assert F.cached_pretrained("quick") == "model" and trained == ["quick"]
-    assert "no cached 'quick' model" in capsys.readouterr().err
-    assert F.cached_pretrained("quick", progress=False) == "model"
-    assert capsys.readouterr().err == ""

@@ -76,7 +76,7 @@ def test_rows_match_lime_and_approximations(quick_model, imdb, tmp_path):
     row = df.iloc[1]
     text = attnxai.normalize_for_lime(imdb.test[int(row["test_index"])].text)
     assert list(row["seeds"]) == [X.lime_seed(row["test_index"], r) for r in range(2)]
-    res = attnxai.fastlime.explain(quick_model, text, bow=False, num_samples=60,
+    res = attnxai.fastlime.explain_instance(quick_model, text, bow=False, num_samples=60,
                                random_state=int(row["seeds"][1]))
     np.testing.assert_allclose(row["lime_coef"][1], res.coef, rtol=0, atol=1e-12)
     assert list(row["words"]) == res.words and row["n_features"] == len(res.words)
@@ -88,7 +88,7 @@ def test_rows_match_lime_and_approximations(quick_model, imdb, tmp_path):
     assert row["zeros__relerr"] == pytest.approx(1.0)
     assert np.isnan(row["wrong_length__err2"]) and "3 coefficients" in row["wrong_length__error"]
     assert row["boom__error"] == "NotImplementedError: not for this bow"
-    table = X.summarize(df)
+    table = X.lime_summary(df)
     assert table.loc[("zeros", True), "relerr_mean"] == pytest.approx(1.0)
     assert table.loc[("boom", False), "failed"] == 2
     assert ("lime (repeat vs mean)", True) in table.index

@@ -146,23 +146,6 @@ def test_bad_inputs():
         list(iter_batches(model, []))
 
 
-# ---------------------------------------------------------------------- words
-def test_word_scores_sums_occurrences():
-    tokens = ["[CLS]", "good", "bad", "good", "[PAD]"]
-    out = explainers.word_scores(tokens, [5.0, 1.0, -2.0, 0.5, float("nan")])
-    assert out == {"good": 1.5, "bad": -2.0}
-    assert list(out) == ["good", "bad"]                      # order of first occurrence
-    out_t = explainers.word_scores(tokens, torch.tensor([5.0, 1.0, -2.0, 0.5, float("nan")]))
-    assert out_t == out
-
-
-def test_word_scores_bad_inputs():
-    with pytest.raises(ValueError, match="aligned"):
-        explainers.word_scores(["a", "b"], [1.0])
-    with pytest.raises(ValueError, match="1-D"):
-        explainers.word_scores(["a"], np.zeros((1, 1)))
-
-
 # ---------------------------------------------------------------------- statistics
 def test_review_spearman():
     a = np.array([[0.0, 1, 2, 3, 4], [0, 1, 2, 3, 4], [0, 1, 1, 1, 1]])
@@ -209,49 +192,6 @@ def test_corpus_statistics_tiny():
     np.testing.assert_array_equal(st["top_gxi_negative"], expect)
     np.testing.assert_array_equal(st["n_negative_gxi"],
                                   [int((ex["GxI"][r, 1:len(s)] < 0).sum()) for r, s in enumerate(seqs)])
-
-
-# ---------------------------------------------------------------------- trained model, text
-def test_explain_text(quick_model):
-    text = "A moving, beautifully acted film; a moving story."
-    df = explainers.explain_text(quick_model, text, methods=list(explainers.POSITION_METHODS))
-    assert list(df.columns) == ["token", *explainers.POSITION_METHODS]
-    assert list(df["token"]) == ["a", "moving", "beautifully", "acted", "film", "a", "moving", "story"]
-    words = explainers.explain_text(quick_model, text, methods=["GxI", "alpha-avg"], level="word")
-    assert list(words["word"]) == ["a", "moving", "beautifully", "acted", "film", "story"]
-    assert words.set_index("word").loc["moving", "count"] == 2
-    np.testing.assert_allclose(words.set_index("word").loc["moving", "GxI"],
-                               df.loc[df.token == "moving", "GxI"].sum())
-    with pytest.raises(ValueError, match="no letter or digit"):
-        explainers.explain_text(quick_model, "?!", methods=["GxI"])
-    with pytest.raises(ValueError, match="level must be"):
-        explainers.explain_text(quick_model, text, level="sentence")
-
-
-def test_explain_text_default_methods(quick_model):
-    df = explainers.explain_text(quick_model, "great film")
-    assert list(df.columns) == ["token", *explainers.METHODS]
-    assert np.isfinite(df["LIME"]).all()                      # every token's word has a weight
-    assert df.attrs["dropped"] == 0
-
-
-def test_explain_text_lime_per_position_with_bow_false(quick_model):
-    """bow=False: each occurrence of a repeated word shows its own position's coefficient."""
-    from attnxai import fastlime
-
-    text = "good film good acting bad plot"
-    df = explainers.explain_text(quick_model, text, methods=["LIME"],
-                                 lime_kwargs={"bow": False, "num_samples": 500})
-    res = fastlime.explain(quick_model, text, bow=False, num_samples=500, random_state=0)
-    np.testing.assert_allclose(df["LIME"], res.coef)
-    assert df["LIME"][0] != df["LIME"][2]
-
-
-def test_explain_text_says_when_it_truncates(quick_model):
-    text = " ".join(["good"] * 300)
-    with pytest.warns(UserWarning, match="300 tokens .* the last 45 were dropped"):
-        df = explainers.explain_text(quick_model, text, methods=["alpha-avg"])
-    assert len(df) == 255 and df.attrs["n_tokens"] == 300 and df.attrs["dropped"] == 45
 
 
 # ---------------------------------------------------------------------- figures

@@ -13,10 +13,11 @@ import torch
 from conftest import make_tiny, tiny_text
 from scipy.stats import kendalltau
 
-from attnxai import explainers, fastlime
+from attnxai import explainers
 from attnxai import faithfulness as F
 from attnxai.experiment import faithfulness as XF
 from attnxai.experiment import load_results, review_order
+from attnxai.registry import ALL_METHODS
 
 
 def _doc(pre, n=18, seed=1):
@@ -400,38 +401,6 @@ def test_bad_inputs_are_refused():
         P(np.ones((2, 8)))
 
 
-def test_word_scores_map_to_every_occurrence():
-    out = F.word_to_positions(["a", "b", "a"], ["a", "b"], [0.5, -1.0])
-    np.testing.assert_array_equal(out, [0.5, -1.0, 0.5])
-    with pytest.raises(ValueError, match="no coefficient"):
-        F.word_to_positions(["a", "c"], ["a"], [1.0])
-
-
-def test_review_scores_on_a_tiny_model():
-    pre = make_tiny(seed=1)
-    text = tiny_text(25, seed=9)
-    rs = F.review_scores(pre, text, num_samples=300, lime_seed=4, random_seed=2)
-    n = len(text.split())
-    assert list(rs.scores) == list(F.ALL_METHODS) and rs.tokens == text.split()
-    assert all(v.shape == (n,) and np.all(np.isfinite(v)) for v in rs.scores.values())
-    res = fastlime.explain(pre, text, num_samples=300, random_state=4)
-    by_word = res.as_dict()
-    np.testing.assert_allclose(rs.scores["LIME"], [by_word[t] for t in rs.tokens])
-    np.testing.assert_array_equal(rs.scores["random"],
-                                  np.random.default_rng(2).standard_normal(n))
-    pos = explainers.position_scores(pre.model, torch.as_tensor(rs.ids)[None])
-    np.testing.assert_allclose(rs.scores["GxI"], pos["GxI"][0, 1:].numpy())
-    # alpha x s is the value part of GxI (chapter 4): GxI minus the key part
-    from attnxai.theory import gradient_terms
-
-    terms = gradient_terms(pre.model, torch.as_tensor(rs.ids)[None])
-    e = pre.model.embed(torch.as_tensor(rs.ids)[None])
-    value_part = (terms["value"] * e).sum(-1)[0, 1:].detach().numpy()
-    np.testing.assert_allclose(rs.scores["alpha x s"], value_part, atol=1e-12)
-    with pytest.raises(ValueError, match="unknown method"):
-        F.review_scores(pre, text, ["LIME", "SHAP"])
-
-
 def test_agreement_matrix():
     s = {"a": np.array([1.0, 2, 3, 4]), "b": np.array([4.0, 3, 2, 1]), "c": np.ones(4),
          "d": np.array([-4.0, -3, 2, 1])}
@@ -468,16 +437,16 @@ def test_study_rows_resume_and_summaries(small_run, quick_model, imdb):
     assert meta["p"] == "softmax probability of class 1" and meta["num_samples"] == 200
     row = df.iloc[1]
     text = __import__("attnxai").normalize_for_lime(imdb.test[int(row["test_index"])].text)
-    rs = F.review_scores(quick_model, text, lime_seed=1000 * int(row["test_index"]),
-                         random_seed=int(row["test_index"]), num_samples=200)
-    np.testing.assert_allclose(row["scores__LIME"], rs.scores["LIME"], rtol=1e-6, atol=1e-7)
-    r = F.evaluate(quick_model, rs.ids, rs.scores)
+    rs = XF.review_explanation(quick_model, text, test_index=int(row["test_index"]),
+                               num_samples=200)
+    np.testing.assert_allclose(row["scores__LIME"], rs.token_scores["LIME"], rtol=1e-6, atol=1e-7)
+    r = F.evaluate(quick_model, rs.ids, rs.token_scores)
     assert row[XF.metric_column("GxI", "replace", "comprehensiveness", "positive")] == \
         pytest.approx(r.value("GxI", "comprehensiveness", perturbation="replace"), abs=1e-9)
     assert row["agree__alpha-avg__GxI"] == pytest.approx(
-        F.agreement(rs.scores).loc["alpha-avg", "GxI"], abs=1e-9)
+        F.agreement(rs.token_scores).loc["alpha-avg", "GxI"], abs=1e-9)
     # both tie orders in one run: ferret's evaluated where the scores tie, the same elsewhere
-    rf = F.evaluate(quick_model, rs.ids, rs.scores, ties="ferret")
+    rf = F.evaluate(quick_model, rs.ids, rs.token_scores, ties="ferret")
     for m in ("LIME", "LIME limit", "GxI"):
         for metric in XF.SUMMARY_METRICS:
             col = XF.metric_column(m, "delete", metric, "positive", "ferret")
@@ -491,9 +460,9 @@ def test_study_rows_resume_and_summaries(small_run, quick_model, imdb):
     with pytest.raises(ValueError, match="num_samples: 200 there, 300 now"):
         XF.run_faithfulness(out, profile="quick", reviews=4, num_samples=300, progress=False)
     df = load_results(out, keys=("test_index",), sort=("rank",))
-    table = XF.summarize(df, n_boot=100)
+    table = XF.faithfulness_summary(df, n_boot=100)
     assert set(table["group"]) == set(XF.GROUPS)
-    n_methods, n_metrics = len(F.ALL_METHODS), len(XF.SUMMARY_METRICS)
+    n_methods, n_metrics = len(ALL_METHODS), len(XF.SUMMARY_METRICS)
     assert len(table) == 3 * n_methods * 2 * (2 * 2 * n_metrics + 1)     # 2 rules, 2 tie orders
     assert set(table["ties"]) == {"position", "ferret", "-"}
     spread = XF.tie_spread(df)

@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 import attnxai
 from attnxai import fastlime as L
-from attnxai.checkpoint import Pretrained
+from attnxai.textmodel import Pretrained
 from attnxai.fastlime import kernels
 from attnxai.fastlime.problem import Problem
 from attnxai.model import AttentionClassifier
@@ -89,7 +89,7 @@ def test_fast_path_equals_lime(model64, reviews, bow, which, seed):
 
 def fast_equals_lime(pre, text, bow, seed, n):
     """attnxai.fastlime on the fast path and lime itself, same seed: the same explanation."""
-    res = L.explain(pre, text, bow=bow, num_samples=n, random_state=seed)
+    res = L.explain_instance(pre, text, bow=bow, num_samples=n, random_state=seed)
     assert res.path == "fast", res.reason
     e = lime_explain(pre.predict_logits, text, bow=bow, seed=seed, num_samples=n,
                      d=res.num_features)
@@ -107,8 +107,8 @@ def test_trained_model_5000_samples_equals_lime(quick_model64, real_reviews, bow
 def test_random_state_object_is_advanced_like_lime(model64, reviews, bow):
     text = reviews["short"]
     ours, theirs = np.random.RandomState(5), np.random.RandomState(5)
-    r1 = L.explain(model64, text, bow=bow, num_samples=300, random_state=ours)
-    r2 = L.explain(model64, text, bow=bow, num_samples=300, random_state=ours)
+    r1 = L.explain_instance(model64, text, bow=bow, num_samples=300, random_state=ours)
+    r2 = L.explain_instance(model64, text, bow=bow, num_samples=300, random_state=ours)
     exp = LimeTextExplainer(bow=bow, mask_string="UNK", random_state=theirs)
     e1 = exp.explain_instance(text, model64.predict_logits, labels=(1,),
                               num_features=r1.num_features, num_samples=300)
@@ -125,7 +125,7 @@ def test_global_random_state(model64, reviews):
     """random_state=None uses numpy's global RandomState, as lime does."""
     text = reviews["short"]
     np.random.seed(11)
-    res = L.explain(model64, text, num_samples=200, random_state=None)
+    res = L.explain_instance(model64, text, num_samples=200, random_state=None)
     after_ours = np.random.random()
     np.random.seed(11)
     e = lime_explain(model64.predict_logits, text, bow=True, seed=None, num_samples=200,
@@ -142,7 +142,7 @@ def test_unk_padding_model_equals_lime(unk_model64, reviews, bow):
 @pytest.mark.parametrize("bow", [True, False])
 def test_other_target_and_kernel_width(model64, reviews, bow):
     text = reviews["short"]
-    res = L.explain(model64, text, bow=bow, num_samples=400, random_state=2, target=0,
+    res = L.explain_instance(model64, text, bow=bow, num_samples=400, random_state=2, target=0,
                     kernel_width=3.5)
     exp = LimeTextExplainer(kernel_width=3.5, bow=bow, mask_string="UNK", random_state=2)
     e = exp.explain_instance(text, model64.predict_logits, labels=(0,),
@@ -158,7 +158,7 @@ def test_tiny_documents(model64):
     """d <= 6: lime's 'auto' runs forward selection, which still keeps every feature."""
     for text, bow in [("good", True), ("good", False), ("bad movie bad", True),
                       ("a truly awful film", False)]:
-        res = L.explain(model64, text, bow=bow, num_samples=300, random_state=4)
+        res = L.explain_instance(model64, text, bow=bow, num_samples=300, random_state=4)
         e = lime_explain(model64.predict_logits, text, bow=bow, seed=4, num_samples=300,
                          d=res.num_features)
         assert_same(res, e)
@@ -167,7 +167,7 @@ def test_tiny_documents(model64):
 def test_float32_model_close_to_lime(quick_model, real_reviews):
     """Fast path in float64, lime through the float32 forward: equal to float32 rounding."""
     text = real_reviews["medium"]
-    res = L.explain(quick_model, text, num_samples=500, random_state=9)
+    res = L.explain_instance(quick_model, text, num_samples=500, random_state=9)
     e = lime_explain(quick_model.predict_logits, text, bow=True, seed=9, num_samples=500,
                      d=res.num_features)
     coef = np.zeros(res.num_features)
@@ -192,7 +192,7 @@ def test_generic_path_sends_lime_the_same_strings(model64, reviews):
                 seen_lime.extend(texts)
                 return model64.predict_logits(texts)
 
-            res = L.explain(ours_fn, text, bow=bow, num_samples=300, random_state=8)
+            res = L.explain_instance(ours_fn, text, bow=bow, num_samples=300, random_state=8)
             assert res.path == "generic"
             e = lime_explain(lime_fn, text, bow=bow, seed=8, num_samples=300,
                              d=res.num_features)
@@ -202,9 +202,9 @@ def test_generic_path_sends_lime_the_same_strings(model64, reviews):
 
 def test_fast_and_generic_paths_agree(model64, reviews):
     for bow in (True, False):
-        fast = L.explain(model64, reviews["medium"], bow=bow, num_samples=400,
+        fast = L.explain_instance(model64, reviews["medium"], bow=bow, num_samples=400,
                          random_state=6, keep_data=True)
-        gen = L.explain(model64, reviews["medium"], bow=bow, num_samples=400,
+        gen = L.explain_instance(model64, reviews["medium"], bow=bow, num_samples=400,
                         random_state=6, keep_data=True, path="generic")
         assert (fast.path, gen.path) == ("fast", "generic")
         assert gen.reason == "path='generic' requested"
@@ -216,7 +216,7 @@ def test_fast_and_generic_paths_agree(model64, reviews):
 
 def test_raw_text_takes_the_generic_path_and_equals_lime(model64):
     text = "A Wonderful film. The acting was superb; the ending, sadly, was weak!"
-    res = L.explain(model64, text, num_samples=300, random_state=1)
+    res = L.explain_instance(model64, text, num_samples=300, random_state=1)
     assert res.path == "generic" and "normalize_for_lime" in res.reason
     e = lime_explain(model64.predict_logits, text, bow=True, seed=1, num_samples=300,
                      d=res.num_features)
@@ -238,7 +238,7 @@ def test_generic_path_recovers_a_linear_function():
         return out
 
     text = "The plot, great. Acting awful."
-    res = L.explain(classifier_fn, text, num_samples=3000, random_state=0)
+    res = L.explain_instance(classifier_fn, text, num_samples=3000, random_state=0)
     assert res.path == "generic"
     got = dict(zip(res.words, res.coef))
     assert set(got) == {"The", "plot", "great", "Acting", "awful"}
@@ -279,7 +279,7 @@ def test_sample_masks_are_lime_choices():
 @pytest.mark.parametrize("backend", ["numba", "numpy"])
 def test_both_backends_equal_lime(model64, reviews, backend):
     for bow in (True, False):
-        res = L.explain(model64, reviews["full"], bow=bow, num_samples=800, random_state=2,
+        res = L.explain_instance(model64, reviews["full"], bow=bow, num_samples=800, random_state=2,
                         backend=backend)
         assert res.backend == backend
         e = lime_explain(model64.predict_logits, reviews["full"], bow=bow, seed=2,
@@ -329,7 +329,7 @@ def test_weighted_ridge_constant_target():
 
 
 def test_result_helpers(model64, reviews):
-    res = L.explain(model64, reviews["short"], num_samples=200, random_state=0)
+    res = L.explain_instance(model64, reviews["short"], num_samples=200, random_state=0)
     amap = res.as_map()
     assert [abs(c) for _, c in amap] == sorted((abs(c) for c in res.coef), reverse=True)
     assert res.as_list()[0][0] == res.words[amap[0][0]]
@@ -343,10 +343,10 @@ def test_wide_score_range_falls_back_to_generic(model64, reviews):
     with torch.no_grad():
         big.W_q.mul_(3e4)
     pre = Pretrained(big.eval(), model64.vocab, model64.config, model64.metrics)
-    res = L.explain(pre, reviews["short"], num_samples=100, random_state=0)
+    res = L.explain_instance(pre, reviews["short"], num_samples=100, random_state=0)
     assert res.path == "generic" and "range" in res.reason
     with pytest.raises(ValueError, match="span more than"):
-        L.explain(pre, reviews["short"], num_samples=100, random_state=0, path="fast")
+        L.explain_instance(pre, reviews["short"], num_samples=100, random_state=0, path="fast")
 
 
 # ---------------------------------------------------------------- bad inputs
@@ -386,31 +386,31 @@ def test_bad_inputs(model64, kwargs, exc, match):
     args.update(kwargs)
     text = args.pop("text")
     with pytest.raises(exc, match=match):
-        L.explain(model64, text, **args)
+        L.explain_instance(model64, text, **args)
 
 
 def test_np_int64_target_accepted(model64, reviews):
-    a = L.explain(model64, reviews["short"], num_samples=100, random_state=0, target=np.int64(0))
-    b = L.explain(model64, reviews["short"], num_samples=100, random_state=0, target=0)
+    a = L.explain_instance(model64, reviews["short"], num_samples=100, random_state=0, target=np.int64(0))
+    b = L.explain_instance(model64, reviews["short"], num_samples=100, random_state=0, target=0)
     np.testing.assert_array_equal(a.coef, b.coef)
 
 
 def test_too_long_text_is_refused(model64):
     text = " ".join(["good"] * 300)
     with pytest.raises(ValueError, match="300 tokens but the model reads at most 255"):
-        L.explain(model64, text, num_samples=50)
-    res = L.explain(model64, attnxai.normalize_for_lime(text), num_samples=50,
+        L.explain_instance(model64, text, num_samples=50)
+    res = L.explain_instance(model64, attnxai.normalize_for_lime(text), num_samples=50,
                     random_state=0, bow=False)
     assert res.num_features == 255
 
 
 def test_bad_classifier_fn():
     with pytest.raises(ValueError, match=r"\(n, n_classes\) array"):
-        L.explain(lambda texts: np.zeros(len(texts)), "a b c", num_samples=20)
+        L.explain_instance(lambda texts: np.zeros(len(texts)), "a b c", num_samples=20)
     with pytest.raises(ValueError, match="target class 1 does not exist"):
-        L.explain(lambda texts: np.zeros((len(texts), 1)), "a b c", num_samples=20)
+        L.explain_instance(lambda texts: np.zeros((len(texts), 1)), "a b c", num_samples=20)
     with pytest.raises(TypeError, match="attnxai.Pretrained or a classifier_fn"):
-        L.explain(42, "a b c", num_samples=20)
+        L.explain_instance(42, "a b c", num_samples=20)
 
 
 def test_random_state_on_another_bit_generator(model64, reviews):
@@ -418,7 +418,7 @@ def test_random_state_on_another_bit_generator(model64, reviews):
     text = reviews["short"]
     ours = np.random.RandomState(np.random.PCG64(3))
     theirs = np.random.RandomState(np.random.PCG64(3))
-    res = L.explain(model64, text, num_samples=200, random_state=ours)
+    res = L.explain_instance(model64, text, num_samples=200, random_state=ours)
     exp = LimeTextExplainer(bow=True, mask_string="UNK", random_state=theirs)
     e = exp.explain_instance(text, model64.predict_logits, labels=(1,),
                              num_features=res.num_features, num_samples=200)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from attnxai import Pretrained, Vocab, explainers, fastlime
+from attnxai.words import Words
 from attnxai.model import AttentionClassifier
 from attnxai.multilayer import MultiLayerClassifier
 
@@ -177,7 +178,7 @@ def test_lime_generic_path_is_lime():
 
     pre = tiny_ml_pretrained(n_layers=2)
     text = tiny_text(20, seed=3)
-    res = fastlime.explain(pre, text, num_samples=300, random_state=7)
+    res = fastlime.explain_instance(pre, text, num_samples=300, random_state=7)
     assert res.path == "generic"
     exp = LimeTextExplainer(mask_string="UNK", random_state=7).explain_instance(
         text, pre.predict_logits, labels=(1,), num_features=len(res.words), num_samples=300)
@@ -193,12 +194,12 @@ def test_layer_lime_row():
     text = tiny_text(25, seed=1)
     row = layer_lime_row(pre, text, seed=5, num_samples=200)
     assert len(row["corr_layers"]) == 3 and row["n_words"] == len(row["words"])
-    res = fastlime.explain(pre, text, num_samples=200, random_state=5)
+    res = fastlime.explain_instance(pre, text, num_samples=200, random_state=5)
     assert np.allclose(row["lime_coef"], res.coef)
     ids = pre.encode(text)
     a = explainers.attention(pre.model, ids, layer=1)[0]
-    words = ["[CLS]"] + text.split(" ")
-    per_word = explainers.word_scores(words, a)
+    layout = Words.of(text.split(" "))
+    per_word = dict(zip(layout.words, layout.to_words(a[1:])))
     x = np.array([per_word[w] for w in res.words])
     assert np.allclose(row["alpha_words"][1], x)
     assert row["corr_layers"][1] == pytest.approx(_pearson(x, np.abs(res.coef)))
@@ -234,39 +235,41 @@ def _equal_weights(a, b):
                                                  b.state_dict().values()))
 
 
-def test_training_resumes_bit_for_bit(small_data, tmp_path, monkeypatch):
+def test_training_resumes_bit_for_bit(small_data, tmp_path):
+    from attnxai import profiles as P
     from attnxai import train as T
 
-    cfg = T.get_config("multilayer-quick", **SMALL)
-    ref, _, met = T.train(cfg, small_data, progress=False)
+    cfg = P.get_config("multilayer-quick", **SMALL)
+    seen = []
+    ref, _, met = T.train(cfg, small_data, progress=False, on_epoch=seen.append)
+    assert seen == list(range(1, cfg.epochs + 1))
 
     class Stop(Exception):
         pass
 
-    def hook(epoch):
+    def stop_at_2(epoch):
         if epoch == 2:
             raise Stop
 
-    monkeypatch.setattr(T, "_EPOCH_HOOK", hook)
     with pytest.raises(Stop):
-        T.train(cfg, small_data, progress=False, state_dir=tmp_path / "state")
-    monkeypatch.setattr(T, "_EPOCH_HOOK", None)
+        T.train(cfg, small_data, progress=False, state_dir=tmp_path / "state", on_epoch=stop_at_2)
     again, _, met2 = T.train(cfg, small_data, progress=False, state_dir=tmp_path / "state")
     assert met2["resumed_at"] == [2]
     assert _equal_weights(ref, again)
     assert [h["valid_accuracy"] for h in met["history"]] == \
         [h["valid_accuracy"] for h in met2["history"]]
     # a state of another config is ignored
-    other = T.get_config("multilayer-quick", **{**SMALL, "seed": 1})
+    other = P.get_config("multilayer-quick", **{**SMALL, "seed": 1})
     _, _, met3 = T.train(other, small_data, progress=False, state_dir=tmp_path / "state")
     assert met3["resumed_at"] == []
 
 
 def test_screen_is_the_first_epoch_of_the_full_run(small_data):
+    from attnxai import profiles as P
     from attnxai import train as T
 
-    cfg = T.get_config("multilayer-quick", **SMALL)
-    screen = T.get_config(cfg, extra={**cfg.extra, "stop_after": 1})
+    cfg = P.get_config("multilayer-quick", **SMALL)
+    screen = P.get_config(cfg, extra={**cfg.extra, "stop_after": 1})
     m1, _, met1 = T.train(screen, small_data, progress=False)
     full, _, met = T.train(cfg, small_data, progress=False)
     assert met1["history"][0]["valid_accuracy"] == met["history"][0]["valid_accuracy"]
@@ -277,25 +280,26 @@ def test_screen_is_the_first_epoch_of_the_full_run(small_data):
 def test_paper_recipe_is_unchanged_and_skip_shares_weights(small_data):
     """An empty extra is the authors' loop: no schedule, no clipping, random batches; the skip
     model of a seed draws the other weights as the model without it."""
+    from attnxai import profiles as P
     from attnxai import train as T
 
     tiny = dict(SMALL, epochs=1, d_attn=8, d_value=8, n_heads=2)
-    r = T.recipe(T.get_config("paper"))
+    r = P.recipe(P.get_config("paper"))
     assert (r["arch"], r["warmup"], r["clip"], r["batching"]) == ("single", 0.0, None, "random")
-    m, _, _ = T.train(T.get_config("quick", **tiny), small_data, progress=False)
+    m, _, _ = T.train(P.get_config("quick", **tiny), small_data, progress=False)
     assert isinstance(m, AttentionClassifier) and not m.skip and "skip" not in m.config
     vocab = Vocab(list(WORDS))
     torch.manual_seed(3)
-    a = T.build_model(T.get_config("paper", d_embed=16), vocab)
+    a = T.build_model(P.get_config("paper", d_embed=16), vocab)
     torch.manual_seed(3)
-    b = T.build_model(T.get_config("paper-skip", d_embed=16), vocab)
+    b = T.build_model(P.get_config("paper-skip", d_embed=16), vocab)
     assert b.skip and b.config["skip"] is True
     for k in ("W_e", "W_q", "W_k", "W_v", "W_l"):
         assert torch.equal(getattr(a, k), getattr(b, k))
     with pytest.raises(ValueError, match="unknown TrainConfig.extra"):
-        T.recipe(T.get_config("paper", extra={"skipp": True}))
+        P.recipe(P.get_config("paper", extra={"skipp": True}))
     with pytest.raises(ValueError, match="stop_after"):
-        T.recipe(T.get_config("paper", extra={"stop_after": 11}))
+        P.recipe(P.get_config("paper", extra={"stop_after": 11}))
 
 
 def test_bucketed_batches_cover_every_review_once():
@@ -325,14 +329,14 @@ def tmp_cache(tmp_path, monkeypatch):
 
 
 def test_layer_lime_study_runs_and_resumes(small_data, tmp_cache, tmp_path, monkeypatch):
-    from attnxai import checkpoint, data
+    from attnxai import data, trained
     from attnxai.experiment import load_results, run
     from attnxai.experiment.multilayer import LayerLime, layer_summary
-    from attnxai.train import get_config
+    from attnxai.profiles import get_config
 
-    monkeypatch.setattr(checkpoint, "load_imdb", lambda *a, **k: small_data)
+    monkeypatch.setattr(trained, "load_imdb", lambda *a, **k: small_data)
     cfg = get_config("multilayer-quick", **{**SMALL, "epochs": 1})
-    checkpoint.pretrained(cfg, progress=False)
+    trained.pretrained(cfg, progress=False)
     monkeypatch.setattr(data, "load_imdb", lambda *a, **k: small_data)
     study = LayerLime(profile=cfg, reviews=3, num_samples=60, precision="bf16", chunk=2)
     rep = run(study, tmp_path / "out", progress=False)
@@ -350,12 +354,12 @@ def test_layer_lime_study_runs_and_resumes(small_data, tmp_cache, tmp_path, monk
 
 
 def test_training_runs_study(small_data, tmp_cache, tmp_path, monkeypatch):
-    from attnxai import checkpoint
+    from attnxai import trained
     from attnxai.experiment import load_results, run
     from attnxai.experiment.multilayer import TrainingRuns, screen_runs, skip_runs
-    from attnxai.train import PROFILES, TrainConfig, get_config
+    from attnxai.profiles import PROFILES, TrainConfig, get_config
 
-    monkeypatch.setattr(checkpoint, "load_imdb", lambda *a, **k: small_data)
+    monkeypatch.setattr(trained, "load_imdb", lambda *a, **k: small_data)
 
     paper = skip_runs([42])
     assert TrainConfig(**paper[0]["config"]) == PROFILES["paper"]
@@ -385,7 +389,7 @@ def test_training_runs_study(small_data, tmp_cache, tmp_path, monkeypatch):
 def test_bf16_copy_is_only_for_the_generic_path():
     """The single-layer model's LIME takes the fast path (float64 projections of the saved
     weights): a bfloat16 copy would only round its weights, so it gets none."""
-    from attnxai.checkpoint import Pretrained
+    from attnxai.textmodel import Pretrained
     from attnxai.experiment.multilayer import _fast_path_model, _inference_copy
 
     single = AttentionClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12)

@@ -21,7 +21,9 @@ from conftest import WORDS, make_tiny
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import attnxai
 from attnxai import explainers, fastlime, tokenize
+from attnxai.registry import PAPER_METHODS
 from attnxai.text import TruncationWarning
 
 SCALE = float(os.environ.get("ATTNXAI_HYPOTHESIS_EXAMPLES", "1"))
@@ -198,7 +200,7 @@ def test_gradient(padding, ids, target):
     assert (g[~valid] == 0).all()                         # padding takes no part
 
 
-# ---------------------------------------------------------------- explain_text, fastlime.explain
+# ---------------------------------------------------------------- attnxai.explain, fastlime.explain_instance
 lime_settings = st.fixed_dictionaries({}, optional={
     "num_samples": mostly(st.integers(2, 40), st.sampled_from([-1, 0, 1, 2.0, "20", None, True])),
     "kernel_width": mostly(st.one_of(st.floats(0.05, 1e4), st.integers(1, 50)),
@@ -219,7 +221,7 @@ lime_settings = st.fixed_dictionaries({}, optional={
 def test_fastlime_explain(text, target, kw):
     pre = MODELS["mask"]
     kw.setdefault("num_samples", 30)
-    res, exc, _ = raises_documented(lambda: fastlime.explain(pre, text, target=target, **kw))
+    res, exc, _ = raises_documented(lambda: fastlime.explain_instance(pre, text, target=target, **kw))
     if exc is not None:
         return
     d = len(res.words)
@@ -234,32 +236,30 @@ def test_fastlime_explain(text, target, kw):
 @examples(30)
 @given(text=mostly(known_texts, st.one_of(word_texts, st.text(max_size=20), not_texts)),
        target=targets,
-       methods=mostly(st.one_of(st.none(), st.lists(st.sampled_from(list(explainers.METHODS)),
+       methods=mostly(st.one_of(st.none(), st.lists(st.sampled_from(list(PAPER_METHODS)),
                                                     min_size=1, max_size=3, unique=True)),
                       st.sampled_from([["lime"], [], "LIME"])),
-       level=mostly(st.sampled_from(["token", "word"]), st.just("words")), normalize=st.booleans(),
-       bow=st.booleans())
-def test_explain_text(text, target, methods, level, normalize, bow):
+       bow=mostly(st.booleans(), st.sampled_from(["false", None])),
+       seed=mostly(st.integers(0, 5), st.sampled_from([-1, 1.5, "0"])))
+def test_explain(text, target, methods, bow, seed):
     pre = MODELS["mask"]
-    df, exc, caught = raises_documented(lambda: explainers.explain_text(
-        pre, text, methods, target=target, level=level, normalize=normalize,
-        lime_kwargs={"num_samples": 30, "bow": bow}))
+    ex, exc, caught = raises_documented(lambda: attnxai.explain(
+        pre, text, methods, target=target, seed=seed,
+        settings={"LIME": {"num_samples": 30, "bow": bow}} if methods is None or
+        "LIME" in methods else None))
     if exc is not None:
         return
-    cols = list(explainers.METHODS if methods is None else methods)
-    kept = df.attrs["n_tokens"] - df.attrs["dropped"]
-    assert 1 <= kept <= L - 1
-    assert (df.attrs["dropped"] > 0) == any(issubclass(w.category, TruncationWarning)
-                                            for w in caught)
-    if level == "token":
-        assert len(df) == kept and list(df.columns) == ["token", *cols]
-    else:
-        assert list(df.columns) == ["word", "count", *cols] and df["count"].sum() == kept
+    cols = list(PAPER_METHODS if methods is None else methods)
+    assert 1 <= len(ex.tokens) <= L - 1 and ex.n_tokens == len(ex.tokens) + ex.cut
+    assert (ex.cut > 0) == any(issubclass(w.category, TruncationWarning) for w in caught)
+    assert ex.methods == cols and ex.target == int(target)
+    assert list(ex.table().columns) == ["token", *cols]
+    assert list(ex.table("word").columns) == ["word", "count", *cols]
+    assert ex.table("word")["count"].sum() == len(ex.tokens)
     for m in cols:
-        v = df[m].to_numpy(dtype=float)
-        if m == "LIME" and not normalize:
-            v = v[~np.isnan(v)]                           # tokens lime has no feature for
-        assert np.isfinite(v).all(), m
+        assert ex.token_scores[m].shape == (len(ex.tokens),), m
+        assert ex.word_scores[m].shape == (len(ex.words),), m
+        assert np.isfinite(ex.token_scores[m]).all() and np.isfinite(ex.word_scores[m]).all(), m
 
 
 def test_properties_run_on_both_padding_modes():

@@ -146,8 +146,8 @@ def test_flipping_the_output_layer(spec, ids, ties, data):
     T = tensor(ids)
     before = {m: v[0, 1:n + 1].double().numpy() for m, v in explainers.position_scores(model, T).items()}
     after = {m: v[0, 1:n + 1].double().numpy() for m, v in explainers.position_scores(flipped, T).items()}
-    before["alpha x s"] = F.alpha_times_score(model, ids)
-    after["alpha x s"] = F.alpha_times_score(flipped, ids)
+    before["alpha x s"] = explainers.alpha_times_score(model, T)[0, 1:n + 1].double().numpy()
+    after["alpha x s"] = explainers.alpha_times_score(flipped, T)[0, 1:n + 1].double().numpy()
     unchanged, negated = ("alpha-avg", "alpha-max", "G-l1", "G-l2"), ("G-avg", "GxI", "alpha x s")
     scale = max(float(np.abs(v).max()) for v in before.values())
     for m in unchanged:

@@ -259,8 +259,8 @@ def test_lime_is_linear_in_the_explained_function(spec, nu, bow, seed, data):
         return lambda texts: pre.predict_logits(texts, head=i)
 
     kw = dict(num_samples=60, kernel_width=nu, bow=bow, path="generic")
-    whole = fastlime.explain(pre, text, random_state=seed, **kw)
-    heads = [fastlime.explain(head(i), text, random_state=seed, **kw) for i in range(model.n_heads)]
+    whole = fastlime.explain_instance(pre, text, random_state=seed, **kw)
+    heads = [fastlime.explain_instance(head(i), text, random_state=seed, **kw) for i in range(model.n_heads)]
     assert all(h.words == whole.words for h in heads)
     mean = np.mean([h.coef for h in heads], axis=0)
     assert relative(mean, whole.coef) < 1e-9

@@ -83,7 +83,7 @@ def test_gradient_closed_form_against_autograd(spec, ids, target):
     target = target % model.n_classes
     T = tensor(ids)
     auto = explainers.gradient(model, T, target)
-    closed = theory.gradient(model, T, target)
+    closed = theory.gradient_closed_form(model, T, target)
     assert relative(closed, auto) < TOL
     terms = theory.gradient_terms(model, T, target)
     assert float(terms["query"][:, 1:].abs().max()) == 0.0              # the query term: [CLS] only
@@ -116,8 +116,8 @@ def test_skip_gradient_against_autograd(spec, ids, target):
     target = target % model.n_classes
     T = tensor(ids)
     auto = explainers.gradient(model, T, target)
-    assert relative(gradient_skip.gradient(model, T, target), auto) < TOL
-    plain = theory.gradient(model, T, target)                             # the theorem of ch. 3
+    assert relative(gradient_skip.gradient_closed_form(model, T, target), auto) < TOL
+    plain = theory.gradient_closed_form(model, T, target)                 # the theorem of ch. 3
     extra = auto - plain                                                  # what the skip adds
     assert float(extra[0, 1:].abs().amax()) <= TOL * float(auto.abs().max())
     assert relative(extra[0, 0], model.W_s.detach()[target]) < TOL

@@ -21,6 +21,7 @@ import pytest
 import torch
 from conftest import make_tiny
 
+import attnxai
 from attnxai import explainers, fastlime, theory
 from attnxai.text import TruncationWarning
 
@@ -56,42 +57,11 @@ def test_predict_logits_refuses_a_single_str(pre):
     assert pre.predict_logits(["a good film"]).shape == (1, 2)
 
 
-# ---------------------------------------------------------------- explain_text
-def test_explain_text_bow_false_shows_each_positions_own_coefficient(pre):
-    """Before: every occurrence of a repeated word showed the coefficient of its last one."""
-    from lime.lime_text import LimeTextExplainer
-
-    text = "good film good acting bad plot"
-    df = explainers.explain_text(pre, text, methods=["LIME"],
-                                 lime_kwargs={"bow": False, "num_samples": 300})
-    exp = LimeTextExplainer(bow=False, mask_string="UNK", random_state=0).explain_instance(
-        text, pre.predict_logits, labels=(1,), num_features=6, num_samples=300)
-    by_position = dict(exp.as_map()[1])                   # lime: feature j = position j
-    lime_coef = np.array([by_position[j] for j in range(6)])
-    np.testing.assert_allclose(df["LIME"].to_numpy(), lime_coef, rtol=0, atol=1e-8)
-    assert df["LIME"][0] != df["LIME"][2]                 # the two "good" differ
-
-
-def test_explain_text_says_when_it_truncates(pre):
-    """Before: a 300-token text became 255 rows with nothing saying it was cut."""
-    L = pre.model.max_len - 1
-    text = " ".join(["good", "film"] * 150)               # 300 tokens
-    with pytest.warns(TruncationWarning, match=f"the text has 300 tokens and the model reads "
-                                               f"{L}: the last {300 - L} were dropped"):
-        df = explainers.explain_text(pre, text, methods=["alpha-avg", "LIME"],
-                                     lime_kwargs={"num_samples": 50})
-    assert len(df) == L and df.attrs["n_tokens"] == 300 and df.attrs["dropped"] == 300 - L
-
-
 def test_methods_given_as_one_str_are_refused(pre):
     """Found by the property tests: methods="LIME" was read as its letters ('unknown method(s)
-    ['L', 'I', 'M', 'E']')."""
-    with pytest.raises(TypeError, match=r"methods must be a list of method names .* \['LIME'\]"):
-        explainers.explain_text(pre, "good film", methods="LIME")
+    ['L', 'I', 'M', 'E']'). attnxai.explain: tests/test_explanation.py."""
     with pytest.raises(TypeError, match="methods must be a list"):
         explainers.position_scores(pre.model, pre.encode("good film"), methods="G-avg")
-    with pytest.raises(ValueError, match="methods is empty"):
-        explainers.explain_text(pre, "good film", methods=[])
 
 
 # ---------------------------------------------------------------- ids
@@ -106,7 +76,7 @@ def test_ids_without_cls_or_with_cls_inside_are_refused(pre, ids, msg):
     calls = [lambda: explainers.attention(pre.model, ids),
              lambda: explainers.gradient(pre.model, ids),
              lambda: explainers.position_scores(pre.model, ids),
-             lambda: theory.gradient(pre.model, ids),
+             lambda: theory.gradient_closed_form(pre.model, ids),
              lambda: theory.lime_limit(pre.model, ids[0].numpy()),
              lambda: pre.model(ids)]
     for call in calls:
@@ -127,26 +97,24 @@ def test_lime_settings_of_the_wrong_type_are_refused(pre, kwargs, msg):
     with pytest.raises(TypeError, match=msg):
         theory.lime_limit(pre, text, **kwargs)
     with pytest.raises(TypeError, match=msg):
-        fastlime.explain(pre, text, num_samples=20, **kwargs)
+        fastlime.explain_instance(pre, text, num_samples=20, **kwargs)
 
 
 # ---------------------------------------------------------------- targets
 def test_numpy_integer_targets_are_accepted_everywhere(pre):
-    """Before: np.int64 was a TypeError in explainers.gradient, theory.gradient, explain_text."""
+    """Before: np.int64 was a TypeError in explainers.gradient, theory.gradient_closed_form and
+    the text entry point (attnxai.explain; tested there, tests/test_explanation.py)."""
     ids = pre.encode("good film bad plot")
     text = "good film bad plot"
     for t in (0, 1):
         for nt in (np.int64(t), np.int32(t), np.uint8(t)):
             assert torch.equal(explainers.gradient(pre.model, ids, nt),
                                explainers.gradient(pre.model, ids, t))
-            assert torch.equal(theory.gradient(pre.model, ids, nt),
-                               theory.gradient(pre.model, ids, t))
-            a = explainers.explain_text(pre, text, target=nt, lime_kwargs={"num_samples": 40})
-            b = explainers.explain_text(pre, text, target=t, lime_kwargs={"num_samples": 40})
-            assert a.equals(b)
+            assert torch.equal(theory.gradient_closed_form(pre.model, ids, nt),
+                               theory.gradient_closed_form(pre.model, ids, t))
             np.testing.assert_array_equal(
-                fastlime.explain(pre, text, num_samples=40, random_state=0, target=nt).coef,
-                fastlime.explain(pre, text, num_samples=40, random_state=0, target=t).coef)
+                fastlime.explain_instance(pre, text, num_samples=40, random_state=0, target=nt).coef,
+                fastlime.explain_instance(pre, text, num_samples=40, random_state=0, target=t).coef)
             np.testing.assert_array_equal(theory.lime_limit(pre, text, target=nt),
                                           theory.lime_limit(pre, text, target=t))
     for bad, exc in ((1.0, TypeError), (True, TypeError), ("1", TypeError), (2, ValueError),
@@ -162,11 +130,9 @@ def test_text_with_no_known_word_is_refused_by_lime(pre, text, bow):
     """Before: Chinese or Arabic gave coefficients around 1e-10 and no warning (the model read
     the text as [CLS] alone, or as UNK tokens only)."""
     with pytest.raises(ValueError, match="no word of .* is in the model's vocabulary"):
-        fastlime.explain(pre, text, num_samples=50, random_state=0, bow=bow)
+        fastlime.explain_instance(pre, text, num_samples=50, random_state=0, bow=bow)
     with pytest.raises(ValueError, match="in the model's vocabulary|none in A-Z"):
-        explainers.explain_text(pre, text, lime_kwargs={"num_samples": 50, "bow": bow})
-    with pytest.raises(ValueError, match="no word of .* is in the model's vocabulary"):
-        explainers.explain_text(pre, text, normalize=False, methods=["alpha-avg"])
+        attnxai.explain(pre, text, settings={"LIME": {"num_samples": 50, "bow": bow}})
 
 
 def test_non_latin_text_is_read_as_unk_not_as_an_empty_text(pre):
@@ -182,7 +148,7 @@ def test_non_latin_text_is_read_as_unk_not_as_an_empty_text(pre):
     with pytest.raises(ValueError, match="letters but none in A-Z"):
         normalize_for_lime("这部电影很好看")
     # A text with one known word is explained as usual.
-    res = fastlime.explain(pre, "good 电影", num_samples=50, random_state=0)
+    res = fastlime.explain_instance(pre, "good 电影", num_samples=50, random_state=0)
     assert res.words == ["good", "电影"] and np.isfinite(res.coef).all()
 
 

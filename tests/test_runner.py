@@ -21,7 +21,11 @@ from attnxai.cli import main as cli_main
 from attnxai.experiment import store, transport
 from attnxai.experiment.runner import Study, chunked, parallel, run
 from attnxai.experiment.transport import ModelBundle, ModelRef
-from attnxai.train import check_device, get_config, predict, train
+from attnxai.cache import FORMAT_VERSION
+from attnxai.devices import check_device
+from attnxai.interface import predict
+from attnxai.profiles import get_config
+from attnxai.train import train
 
 WORDS = "good bad film movie plot acting great awful boring moving story".split()
 SMALL = dict(profile="quick", repeats=2, num_samples=60, progress=False)
@@ -33,7 +37,7 @@ def tiny_checkpoint(folder: Path, seed: int = 0) -> Pretrained:
     m = AttentionClassifier(len(vocab), d_embed=8, d_attn=4, d_value=5, n_heads=2, max_len=16)
     m.eval()
     conf = {"arch": "AttentionClassifier", "train": {"profile": "tiny"}, "model": m.config,
-            "format": checkpoint.FORMAT_VERSION}
+            "format": FORMAT_VERSION}
     save(Pretrained(m, vocab, conf, {}), folder)
     return checkpoint.load(folder)
 
@@ -239,10 +243,10 @@ def test_study_inputs_refuse_what_a_study_cannot_run(monkeypatch):
     the workers) and more reviews than the test set has."""
     import types
 
-    from attnxai import checkpoint, data
+    from attnxai import data, trained
     from attnxai.experiment.runner import study_model, study_test_set
 
-    monkeypatch.setattr(checkpoint, "pretrained", lambda *a, **k: types.SimpleNamespace(path=None))
+    monkeypatch.setattr(trained, "pretrained", lambda *a, **k: types.SimpleNamespace(path=None))
     with pytest.raises(ValueError, match="no checkpoint folder"):
         study_model("paper")
     monkeypatch.setattr(data, "load_imdb", lambda *a, **k: types.SimpleNamespace(test=[1, 2, 3]))

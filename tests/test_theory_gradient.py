@@ -28,7 +28,7 @@ def test_closed_form_matches_autodiff(padding, target):
     model = tiny(padding, n_classes=3)
     ids = batch(model)
     auto = explainers.gradient(model, ids, target)
-    closed = tg.gradient(model, ids, target)
+    closed = tg.gradient_closed_form(model, ids, target)
     assert closed.shape == auto.shape == (3, ids.shape[1] if padding == "mask" else 10, 6)
     assert torch.allclose(closed, auto, atol=1e-13, rtol=0)
 
@@ -36,7 +36,7 @@ def test_closed_form_matches_autodiff(padding, target):
 def test_padding_gets_zero_gradient():
     model = tiny("mask")
     ids = batch(model)
-    closed = tg.gradient(model, ids)
+    closed = tg.gradient_closed_form(model, ids)
     pad = ids == model.pad_id
     assert pad.any()
     assert closed[pad].abs().max() == 0
@@ -48,7 +48,7 @@ def test_terms_sum_and_structure():
     ids = batch(model)
     terms = tg.gradient_terms(model, ids, 1)
     assert set(terms) == set(tg.TERMS)
-    assert torch.allclose(sum(terms.values()), tg.gradient(model, ids, 1), atol=0, rtol=0)
+    assert torch.allclose(sum(terms.values()), tg.gradient_closed_form(model, ids, 1), atol=0, rtol=0)
     assert terms["query"][:, 1:].abs().max() == 0           # only [CLS] has a query term
     # the value term is linear in the per-head attention, along the fixed W_v^T w^T directions
     alpha = explainers.attention(model, ids, reduce="none")
@@ -94,7 +94,7 @@ def test_symbolic_closed_form_matches_torch():
     model = symbolic.tiny_torch_model(sm, vocab_size=20, seed=3)
     ids = torch.tensor([[1, 4, 7, 9]])
     e = model.embed(model.check_ids(ids))[0]
-    closed = tg.gradient(model, ids, 1)[0]
+    closed = tg.gradient_closed_form(model, ids, 1)[0]
     for t in range(sm.T):
         sym = sm.evaluate(tg.symbolic_gradient(sm, t, 1), model, e).ravel()
         np.testing.assert_allclose(sym, closed[t].numpy(), atol=1e-13)
@@ -111,19 +111,19 @@ def test_symbolic_bad_arguments():
 def test_bad_inputs():
     model = tiny()
     with pytest.raises(ValueError, match="empty input"):
-        tg.gradient(model, torch.zeros((0, 4), dtype=torch.long))
+        tg.gradient_closed_form(model, torch.zeros((0, 4), dtype=torch.long))
     with pytest.raises(ValueError, match=r"token ids must lie in \[0, 40\)"):
-        tg.gradient(model, torch.tensor([[1, 40]]))
+        tg.gradient_closed_form(model, torch.tensor([[1, 40]]))
     with pytest.raises(ValueError, match="target class 2 does not exist"):
-        tg.gradient(model, batch(model), target=2)
+        tg.gradient_closed_form(model, batch(model), target=2)
     with pytest.raises(ValueError, match="target class -1 does not exist"):
         tg.gradient_terms(model, batch(model), target=-1)
     with pytest.raises(TypeError, match="target must be an int"):
-        tg.gradient(model, batch(model), target=1.0)
+        tg.gradient_closed_form(model, batch(model), target=1.0)
     with pytest.raises(ValueError, match="only padding"):
-        tg.gradient(model, torch.tensor([[1, 5], [0, 0]]))
+        tg.gradient_closed_form(model, torch.tensor([[1, 5], [0, 0]]))
     with pytest.raises(TypeError, match="integer tensor"):
-        tg.gradient(model, torch.ones((1, 3)))
+        tg.gradient_closed_form(model, torch.ones((1, 3)))
 
 
 def test_trained_model_rounding_level(quick_model64, imdb):
@@ -131,7 +131,7 @@ def test_trained_model_rounding_level(quick_model64, imdb):
     with pytest.warns(TruncationWarning, match="longer than the model reads"):   # long reviews, cut
         ids = pre.encode([r.text for r in imdb.test[:: 2500]])
     auto = explainers.gradient(pre.model, ids)
-    closed = tg.gradient(pre.model, ids)
+    closed = tg.gradient_closed_form(pre.model, ids)
     assert (auto - closed).abs().max() / auto.abs().max() < 1e-10
 
 

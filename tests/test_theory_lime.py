@@ -304,7 +304,7 @@ def test_limit_matches_lime(bow):
     words = [f"w{i}" for i in rng.integers(0, 57, 28)]
     text = " ".join(words)
     ids, feats = la.text_inputs(pre, text, bow)
-    runs = [alime.explain(pre, text, num_samples=20_000, bow=bow, random_state=s).coef for s in (0, 1)]
+    runs = [alime.explain_instance(pre, text, num_samples=20_000, bow=bow, random_state=s).coef for s in (0, 1)]
     ref = np.mean(runs, axis=0)
     noise = np.linalg.norm(runs[0] - runs[1]) / 2  # about the noise of the mean of the two
     lim = la.lime_limit(m, ids, bow=bow, features=feats)
@@ -416,7 +416,7 @@ def test_limit_takes_a_pretrained_and_a_text_like_fastlime():
     m = tiny_model(11, vocab=60)
     pre = tiny_pretrained(m)
     text = "w1 zork w2 blarg w1 w3"                  # zork and blarg are both UNK
-    words = fastlime.explain(pre, text, num_samples=50, random_state=0).words
+    words = fastlime.explain_instance(pre, text, num_samples=50, random_state=0).words
     assert words == ["w1", "zork", "w2", "blarg", "w3"]
     for bow, d in ((True, 5), (False, 6)):
         by_text = la.lime_limit(pre, text, bow=bow)

@@ -218,8 +218,9 @@ def test_doubling_table_matches_exp():
         outs = []
         for ksub in (1, rule.lam.size):
             on, off = np.zeros(21), np.zeros(21)
-            lk.chain_delete(tm["ea"], tm["cw"], tm["eb"], tm["ebr"], tm["h0"], om, -1.0,
-                            rule.lam, rule.with_offset(tm["g0"]), ksub, on, off)
+            lk.chain_delete(lk.DeleteTerms(tm["ea"], tm["cw"], tm["eb"], tm["ebr"], tm["h0"]),
+                            lk.ChainLaw(om, -1.0, rule.lam, rule.with_offset(tm["g0"]), ksub),
+                            on, off)
             outs.append(on)
         np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, atol=1e-15)
 
@@ -325,7 +326,7 @@ def test_repeated_words_binomial_default():
     distinct = distinct_doc(15, 6)
     np.testing.assert_array_equal(la.lime_limit(pre.model, distinct, bow=True),
                                   la.lime_limit(pre.model, distinct, bow=True, law="lime"))
-    both = la.lime_limits_heads(pre.model, ids, [25.0, math.inf], bow=True)
+    both = la.lime_limit_heads_by_width(pre.model, ids, [25.0, math.inf], bow=True)
     np.testing.assert_allclose(both[25.0].mean(0), binom_, atol=1e-13)
     np.testing.assert_allclose(both[math.inf].mean(0),
                                la.lime_limit(pre.model, ids, bow=True, kernel_width=math.inf),
@@ -407,7 +408,7 @@ pre = attnxai.pretrained("quick", progress=False)
 text = Path(sys.argv[1]).read_text()
 out = [la.lime_limit(pre, text, bow=True), la.lime_limit(pre, text, bow=False),
        la.lime_limit(pre, text, bow=True, law="lime"), la.lime_limit(pre, text, bow=False, law="lime")]
-out += [fastlime.explain(pre, text, bow=b, num_samples=300, random_state=1).coef for b in (True, False)]
+out += [fastlime.explain_instance(pre, text, bow=b, num_samples=300, random_state=1).coef for b in (True, False)]
 kernels = [f for m in (lb, lk, fk) for f in vars(m).values()
            if hasattr(getattr(f, "stats", None), "cache_hits")]            # numba dispatchers
 hits = sum(sum(f.stats.cache_hits.values()) for f in kernels)

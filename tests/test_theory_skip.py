@@ -28,13 +28,13 @@ def test_skip_gradient_matches_autograd_to_1e12(padding, target):
     model = tiny_skip(padding)
     ids = batch(model)
     auto = explainers.gradient(model, ids, target)
-    closed = gs.gradient(model, ids, target)
+    closed = gs.gradient_closed_form(model, ids, target)
     assert (closed - auto).abs().max() < 1e-12
     terms = gs.gradient_terms(model, ids, target)
     assert terms["skip"][:, 1:].abs().max() == 0
     assert torch.equal(terms["skip"][:, 0], model.W_s.detach()[target].expand(3, -1))
     # without the skip term the paper's theorem misses exactly it, at [CLS] only
-    plain = tg.gradient(model, ids, target)
+    plain = tg.gradient_closed_form(model, ids, target)
     assert torch.allclose(plain[:, 1:], auto[:, 1:], atol=1e-12, rtol=0)
     assert (auto[:, 0] - plain[:, 0] - model.W_s.detach()[target]).abs().max() < 1e-12
 
@@ -70,7 +70,7 @@ def test_skip_models_take_the_generic_lime_path():
     pre = Pretrained(m, vocab, {"train": {"profile": "tiny"}, "model": m.config}, {})
     with pytest.raises(TypeError, match="skip"):
         Projections.of(m)
-    res = fastlime.explain(pre, tiny_text(12), num_samples=100, random_state=0)
+    res = fastlime.explain_instance(pre, tiny_text(12), num_samples=100, random_state=0)
     assert res.path == "generic" and "skip" in res.reason
 
 

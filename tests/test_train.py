@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from attnxai import checkpoint
-from attnxai.checkpoint import Pretrained, load, pretrained, save
+from attnxai import Pretrained, checkpoint
+from attnxai.checkpoint import load, save
 from attnxai.data import IMDb
-from attnxai.train import get_config, train
+from attnxai.profiles import get_config
+from attnxai.train import train
+from attnxai.trained import pretrained
 
 
 @pytest.fixture(scope="module")

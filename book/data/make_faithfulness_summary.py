@@ -9,7 +9,7 @@ setting: ``--target 1``, ``--target predicted``). Writes, in ``book/data/``:
   predicted negative), method, perturbation, selection, tie order (``position``, ``ferret``;
   ``-`` for tau-LOO, which has none) and metric, the number of reviews, the mean and its 95 %
   percentile bootstrap interval over reviews (2,000 resamples, seed 0;
-  :func:`attnxai.experiment.faithfulness.summarize`);
+  :func:`attnxai.experiment.faithfulness.faithfulness_summary`);
 * ``faithfulness_curves.csv``: the mean deletion and insertion curves (all reviews) with intervals;
 * ``faithfulness_agreement.csv``: the mean pairwise Kendall tau-b of the methods (signed and
   absolute scores), per group, with intervals;
@@ -92,7 +92,7 @@ def main() -> None:
         meta = json.loads((folder / "_meta.json").read_text())
         target = str(meta["target"])
         header += _header(folder, df)
-        t = XF.summarize(df, n_boot=args.n_boot)
+        t = XF.faithfulness_summary(df, n_boot=args.n_boot)
         t.insert(0, "target", target)
         summ.append(t)
         c = XF.curve_summary(df, n_boot=args.n_boot // 2)

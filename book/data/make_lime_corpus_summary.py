@@ -10,7 +10,7 @@ the checkout that wrote the summary. A run logged before the runner recorded its
 <git commit> --wall-time "..."``. Everything is computed from all the rows of the run (the
 whole test set); only the per-review file is a sample.
 
-* ``lime_corpus_summary.csv``: the error table of :func:`attnxai.experiment.summarize`, plus, per
+* ``lime_corpus_summary.csv``: the error table of :func:`attnxai.experiment.lime_summary`, plus, per
   (approximation, bow), ``err2_ms`` (mean squared norm-2 error), ``floor_ms`` (mean squared half
   spread of LIME's runs) and ``norm_mean`` (mean norm of LIME's mean coefficients), from which
   the chapter estimates each approximation's systematic error.
@@ -34,8 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnxai.experiment import (approximation_names, code_label, load_results, runs_header,
-                                summarize, write_summary)
+from attnxai.experiment import (approximation_names, lime_summary, load_results, runs_header,
+                                write_summary)
+from attnxai.provenance import code_label
 
 HERE = Path(__file__).resolve().parent
 #: Approximations whose Spearman correlations are summarised.
@@ -88,7 +89,7 @@ def main() -> None:
     df["lime_norm"] = [float(np.linalg.norm(m)) for m in df["lime_mean"]]
     df["repeated_share"] = 1 - df["n_features"] / df["n_tokens"]
 
-    summ = summarize(df).reset_index()
+    summ = lime_summary(df).reset_index()
     extra = [{"approximation": n, "bow": bool(b)} | _stats(g, n) for b, g in df.groupby("bow")
              for n in names]
     extra += [{"approximation": "lime (repeat vs mean)", "bow": bool(b), "err2_ms":

@@ -3,19 +3,33 @@
 Layers (each module imports only from the layers below it; ``tests/test_architecture.py`` runs
 import-linter's contract from ``pyproject.toml``)::
 
-    cli                                   the command line
-    experiment                            the corpus experiments (one resumable runner)
-    theory                                closed forms: gradient theorem, LIME limits, approximations
-    corpus                                corpus statistics of the explainers
-    explainers                            attention, gradients, G x I, explain_text
-    fastlime                              LIME, exactly as ``lime`` computes it, fast
-    checkpoint                            trained models in the cache (Pretrained)
-    train                                 training profiles and loop
-    symbolic | network                    the model in SymPy | its float64 projections
-    model                                 the Section 2 classifier (AttentionClassifier)
-    interface                             the model interface (ClassifierBase), ids, positions
-    data | text                           IMDb | tokenizer, vocabulary
-    validate | paper | runconfig | threads   validators | the paper's numbers | book profile | threads
+    cli                          the command line
+    course                       the chapters' launch cell, notebooks for Colab, student editions
+    experiment                   the corpus experiments (one resumable runner)
+    explanation                  one text explained by any methods: explain(), Explanation
+    registry                     the methods explain() can run, their settings, the document
+    theory | faithfulness        closed forms | perturbation metrics (AOPC, tau-LOO, curves)
+    corpus                       corpus statistics of the explainers
+    explainers | fastlime        attention, gradients, G x I | LIME, exactly as lime, fast
+    trained                      a profile's model: from the cache, trained if missing
+    train                        the training loop, resumable
+    checkpoint                   the checkpoint folder: format, save, load, verification
+    cache                        where trained models are kept: the one lookup rule
+    textmodel | profiles | symbolic | network
+                                 Pretrained (model + vocabulary) | training configurations |
+                                 the model in SymPy | its float64 projections
+    model | multilayer           the Section 2 classifier | the 6 x 6 reconstruction
+    interface                    the model interface (ClassifierBase), ids, positions, predict
+    words | data | text          token <-> word scores | IMDb | tokenizer, vocabulary
+    validate | paper | runconfig | threads | plots
+                                 one validator per input | the paper's numbers | book profile |
+                                 thread limits | figures
+    files | provenance | devices | native | errors
+                                 atomic writes | commit, version, load | the device parser |
+                                 the numba decorator | the errors a user can fix
+
+**One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
+:class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.
 
 **The model interface** (:mod:`attnxai.interface`). Every explainer works on a
 :class:`~attnxai.interface.ClassifierBase`, which provides ``check_ids`` / ``collate`` /
@@ -31,12 +45,16 @@ on it unchanged; the single-layer model also has float64 projections
 (:class:`attnxai.network.Projections`) that the fast LIME and the closed forms evaluate.
 """
 
-from .checkpoint import Pretrained, load, pretrained, save
+from .checkpoint import load, save
 from .data import load_imdb
+from .explanation import Explanation, explain
 from .interface import ClassifierBase
 from .model import AttentionClassifier, Internals
 from .text import Vocab, normalize_for_lime, tokenize
+from .textmodel import Pretrained
+from .trained import pretrained
 
 __version__ = "0.2.0"
-__all__ = ["AttentionClassifier", "ClassifierBase", "Internals", "Pretrained", "Vocab", "load",
-           "load_imdb", "normalize_for_lime", "pretrained", "save", "tokenize", "__version__"]
+__all__ = ["AttentionClassifier", "ClassifierBase", "Explanation", "Internals", "Pretrained",
+           "Vocab", "explain", "load", "load_imdb", "normalize_for_lime", "pretrained", "save",
+           "tokenize", "__version__"]

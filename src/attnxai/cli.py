@@ -1,9 +1,15 @@
 """Command line: ``python -m attnxai <command>`` (or the ``attnxai`` console script).
 
 Every command is listed in :data:`COMMANDS` (name -> (add_arguments, run, help)); each ``run``
-takes the parsed namespace and returns an exit code. Errors a user can fix (bad arguments, missing
-files) print one line and exit with status 2. SIGTERM stops a command as Ctrl-C does (exit status
-130): a run's worker processes are killed and a cluster client closed on the way out.
+takes the parsed namespace and returns an exit code. The flags mean the same in every command
+(``--profile``, ``--methods``, ``--num-samples``, ``--kernel-width``, ``--target``,
+``--no-progress``); an old spelling still works and says which to use.
+
+Errors a user can fix (a wrong value, a missing file, a damaged checkpoint, a package to install:
+``ValueError``, ``FileNotFoundError``, :class:`attnxai.errors.UserError`) print one line and
+exit with status 2; anything else is a bug and keeps its traceback. ``--debug`` shows the
+traceback of every error. SIGTERM stops a command as Ctrl-C does (exit status 130): a run's
+worker processes are killed and a cluster client closed on the way out.
 """
 
 from __future__ import annotations
@@ -15,6 +21,25 @@ import sys
 from collections.abc import Callable
 
 from . import paper
+
+
+class _Deprecated(argparse.Action):
+    """An old spelling of a flag: stores into the new one's destination and says so."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog}: note: {option_string} is deprecated, use {self.new}",
+              file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def _deprecated(p: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Accept ``old`` as a deprecated spelling of the flag ``new`` (hidden from --help)."""
+    p.add_argument(old, dest=new.lstrip("-").replace("-", "_"), action=_Deprecated, new=new,
+                   help=argparse.SUPPRESS)
 
 
 # ---------------------------------------------------------------- train / info
@@ -31,7 +56,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
 
 
 def _train_run(args: argparse.Namespace) -> int:
-    from .checkpoint import pretrained
+    from .trained import pretrained
 
     pre = pretrained(args.profile, archive=args.archive, device=args.device)
     m = pre.metrics
@@ -56,7 +81,8 @@ def _info_args(p: argparse.ArgumentParser) -> None:
 
 def _info_run(args: argparse.Namespace) -> int:
     """Offline: finds the cached model (or loads --path), verifies it, prints its metrics."""
-    from .checkpoint import MANIFEST, load, pretrained
+    from .checkpoint import MANIFEST, load
+    from .trained import pretrained
 
     if args.path is not None:
         pre = load(args.path)
@@ -103,7 +129,7 @@ def _lime_args(p: argparse.ArgumentParser) -> None:
 def _lime_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .experiment import load_results, run_lime_corpus, summarize
+    from .experiment import lime_summary, load_results, run_lime_corpus
 
     names = None
     if args.approximations is not None:
@@ -120,7 +146,7 @@ def _lime_run(args: argparse.Namespace) -> int:
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} rows/s) on {report.workers}")
     df = load_results(report.out)
     with pd.option_context("display.width", 120, "display.max_columns", 20):
-        print(summarize(df).round(4).to_string())
+        print(lime_summary(df).round(4).to_string())
     return 0
 
 
@@ -157,7 +183,7 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
 def _faith_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .experiment.faithfulness import run_faithfulness, summarize
+    from .experiment.faithfulness import faithfulness_summary, run_faithfulness
     from .experiment.store import load_results
 
     report = run_faithfulness(args.out, profile=args.profile, reviews=args.reviews,
@@ -170,7 +196,7 @@ def _faith_run(args: argparse.Namespace) -> int:
     print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} reviews/s)")
     df = load_results(report.out, keys=("test_index",), sort=("rank",))
-    table = summarize(df, n_boot=200)
+    table = faithfulness_summary(df, n_boot=200)
     table = table[(table["group"] == "all") & table["selection"].isin(["positive", "-"])
                   & table["ties"].isin(["position", "-"])]             # (ferret's order: in df)
     wide = table.pivot_table(index="method", columns=["perturbation", "metric"], values="mean",
@@ -183,24 +209,38 @@ def _faith_run(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- explain
 def _explain_args(p: argparse.ArgumentParser) -> None:
+    from .registry import ALL_METHODS, DEFAULT_SEED
+
     p.add_argument("text", help="the text to explain ('-' reads it from standard input)")
-    p.add_argument("--model", default="paper", choices=["paper", "quick"],
-                   help="cached model to explain (default paper; trained first if missing)")
-    p.add_argument("--explainers", default=None,
-                   help="comma-separated, among alpha-avg, alpha-max, LIME, G-avg, G-l1, G-l2, "
-                        "GxI (default all seven), 'LIME limit', 'random'; or 'all'")
+    p.add_argument("--profile", default="paper",
+                   help="trained model to explain: paper (default) or quick (the cached model, "
+                        "trained first if missing)")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated, among " + ", ".join(ALL_METHODS)
+                        + " (default: the seven of Figure 1); or 'all'")
     p.add_argument("--html", default=None, metavar="FILE",
                    help="also write Figure 1 for this text to FILE (an offline HTML page)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    p.add_argument("--target", type=int, default=1, help="logit explained (default 1, positive)")
-    p.add_argument("--seed", type=int, default=42, help="LIME's random_state (default 42)")
+    p.add_argument("--level", default="token", choices=["token", "word"],
+                   help="the table's rows: tokens (default) or distinct words")
+    p.add_argument("--target", default="1",
+                   help="explained class: 1 (the paper's logit 1, default), 0, or 'predicted'")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                   help=f"seed of every random method: LIME's random_state, the random baseline "
+                        f"(default {DEFAULT_SEED})")
     p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
+    p.add_argument("--kernel-width", type=float, default=25.0,
+                   help="LIME's kernel width (default 25), also its limit's")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-color", action="store_true", help="no ANSI colours in the table")
+    _deprecated(p, "--model", "--profile")
+    _deprecated(p, "--explainers", "--methods")
 
 
-def _explainer_names(spec: str | None) -> list[str] | None:
-    from .faithfulness import ALL_METHODS
+def _method_names(spec: str | None) -> list[str] | None:
+    """``--methods``: comma-separated names of :data:`attnxai.registry.METHODS`, any case, or
+    'all'; None for the default."""
+    from .registry import ALL_METHODS
 
     if spec is None:
         return None
@@ -210,31 +250,48 @@ def _explainer_names(spec: str | None) -> list[str] | None:
     names = [s.strip() for s in spec.split(",") if s.strip()]
     bad = [s for s in names if s.lower() not in by_lower]
     if bad or not names:
-        raise ValueError(f"unknown explainer(s) {bad or spec!r}; choose among "
+        raise ValueError(f"unknown method(s) {bad or spec!r}; choose among "
                          f"{', '.join(ALL_METHODS)} (comma-separated) or 'all'")
     return [by_lower[s.lower()] for s in names]
+
+
+def _target(spec: str) -> int | str:
+    """``--target``: a class index or 'predicted'."""
+    spec = spec.strip().lower()
+    if spec == "predicted":
+        return spec
+    if not spec.isdigit():
+        raise ValueError(f"--target must be a class index or 'predicted', got {spec!r}")
+    return int(spec)
 
 
 def _explain_run(args: argparse.Namespace) -> int:
     import os
     import warnings
 
-    from . import validate
-    from .faithfulness import explain, write_html
+    from .explanation import explain
+    from .registry import PAPER_METHODS
+    from .trained import pretrained
 
     text = sys.stdin.read() if args.text == "-" else args.text
-    validate.num_samples(args.num_samples)
-    methods = _explainer_names(args.explainers)
+    methods = _method_names(args.methods)
     progress = not args.no_progress and sys.stderr.isatty()
+    # one LIME run: its numpy loops start faster than numba's compiled ones, same numbers
+    lime = {"num_samples": args.num_samples, "kernel_width": args.kernel_width,
+            "backend": "numpy"}
+    names = methods or list(PAPER_METHODS)
+    settings = {"LIME": lime} if "LIME" in names else \
+        {"LIME limit": {"kernel_width": args.kernel_width}} if "LIME limit" in names else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ex = explain(text, profile=args.model, methods=methods, target=args.target,
-                     lime_seed=args.seed, num_samples=args.num_samples, progress=progress)
+        pre = pretrained(args.profile, progress=progress)
+        ex = explain(pre, text, methods, target=_target(args.target), seed=args.seed,
+                     settings=settings, progress=progress)
     for w in caught:
         if issubclass(w.category, UserWarning):
             print(f"attnxai explain: note: {w.message}", file=sys.stderr)
     if args.html:
-        path = write_html(ex, args.html)
+        path = ex.write_html(args.html)
         print(f"attnxai explain: wrote {path} (Figure 1 for this text; open it in a browser)",
               file=sys.stderr)
     if args.json:
@@ -242,7 +299,7 @@ def _explain_run(args: argparse.Namespace) -> int:
         return 0
     color = not args.no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     print(ex.summary())
-    print(ex.to_text(color=color))
+    print(ex.to_text(level=args.level, color=color))
     return 0
 
 
@@ -418,25 +475,39 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
                            "LayerNorm, feed-forward); resumable"),
     "skip-ablation": (_skip_args, _skip_run,
                       "the single-layer model with and without the skip connection, per seed "
-                      "(chapter 9); resumable"),
+                      "(chapter 8); resumable"),
     "notebooks": (_notebooks_args, _notebooks_run,
                   "write the chapters as Jupyter notebooks without outputs (for Colab, or a "
                   "student edition without solutions with --student --out DIR)"),
 }
 
 
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from .errors import UserError
+
+    return (ValueError, FileNotFoundError, UserError)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="attnxai", description=__doc__.splitlines()[0])
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of any error (default: a user's mistake is one "
+                            "line)")
+    parser.add_argument("--debug", action="store_true", default=False,
+                        help="show the traceback of any error")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (add, _, help_) in COMMANDS.items():
-        add(sub.add_parser(name, help=help_))
+        add(sub.add_parser(name, help=help_, parents=[debug]))
     args = parser.parse_args(argv)
     # the command line as given, for the results folders' run log (argv[0] is never replayed)
     args.argv = ["attnxai", *(sys.argv[1:] if argv is None else argv)]
     previous = _stop_on_sigterm()
     try:
         return COMMANDS[args.command][1](args)
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
+    except _user_errors() as exc:
+        if args.debug:
+            raise
         print(f"attnxai {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import runconfig
+from .files import atomic_write
 
 ENV_PROFILE = "ATTNXAI_PROFILE"
 
@@ -47,7 +48,7 @@ def start(*, verbose: bool = True) -> str:
     if needed (about a minute on two cores).
     """
     from . import __version__
-    from .checkpoint import pretrained
+    from .trained import pretrained
     from .data import cache_dir
 
     explicit = os.environ.get(ENV_PROFILE)
@@ -253,7 +254,7 @@ def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.Path
         path = folder / (md.stem + ".ipynb")
         text = dumps(chapter_notebook(md, student=student, macros=macros))
         if not path.is_file() or path.read_text() != text:
-            path.write_text(text)
+            atomic_write(path, text)
         written.append(path)
     return written
 
@@ -328,5 +329,5 @@ def set_launch_cell(md: str | os.PathLike, url: str) -> bool:
     else:
         new = text[:m.start()] + cell + "\n" + text[m.start():]
     if new != text:
-        path.write_text(new)
+        atomic_write(path, new)
     return new != text

@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
+from .errors import UserError
+
 #: The official archive and its published md5.
 IMDB_URL = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
 IMDB_MD5 = "7c2ac02c03563afcf9b574c7e56c153a"
@@ -50,11 +52,11 @@ SPLIT_SEED = 42
 _MEMBER = re.compile(r"^aclImdb/(train|test)/(pos|neg)/(\d+)_(\d+)\.txt$")
 
 
-class DataError(RuntimeError):
+class DataError(UserError, RuntimeError):
     """The IMDb archive is missing, truncated or not the expected file."""
 
 
-class CacheError(RuntimeError):
+class CacheError(UserError, RuntimeError):
     """The cache folder cannot be created or written."""
 
 

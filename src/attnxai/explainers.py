@@ -1,5 +1,6 @@
-"""The explainers of the paper's Figure 1, on any model of the package's interface
-(:class:`attnxai.interface.ClassifierBase`: the single-layer classifier, the multi-layer one).
+"""The explainers of the paper's Figure 1 that score positions, on any model of the package's
+interface (:class:`attnxai.interface.ClassifierBase`: the single-layer classifier, the
+multi-layer one).
 
 Position-level explainers (one score per token position)::
 
@@ -9,51 +10,44 @@ Position-level explainers (one score per token position)::
     gradient(model, ids, target)       grad_{e_t} f_target by automatic differentiation (B, T, d_e)
     gradient_summaries(...)            G-avg, G-l1, G-l2, GxI                           (B, T) each
     position_scores(model, ids, ...)   any of the six above in a dict                   (B, T) each
+    alpha_times_score(model, ids)      alpha x s, attention times the token's own score  (B, T)
 
 ``attention`` reads layer ``layer`` of a multi-layer model (default 0, the first; ``layer="all"``
 adds a layer axis after the batch one). :func:`rollout` is attention rollout (Abnar & Zuidema,
-2020), the usual one-number-per-token summary of every layer's attention. LIME, which scores words rather than positions, is
-:func:`attnxai.fastlime.explain`; :func:`explain_text` puts all seven side by side for a string.
+2020), the usual one-number-per-token summary of every layer's attention. LIME, which scores words
+rather than positions, is :func:`attnxai.fastlime.explain_instance`; :func:`attnxai.explain` puts
+every method side by side for a text, at token and word level (:mod:`attnxai.words`: a word's score
+is the sum of its occurrences').
 
 Shapes and alignment. ``ids`` is a (B, T0) integer tensor whose column 0 is ``[CLS]`` (as
-:meth:`~attnxai.checkpoint.Pretrained.encode` makes it). Scores are aligned with the ids *after
+:meth:`~attnxai.textmodel.Pretrained.encode` makes it). Scores are aligned with the ids *after
 the model's own padding* (:meth:`~attnxai.interface.ClassifierBase.check_ids`): ``T = T0`` with
 ``padding="mask"``, ``T = max_len`` with ``padding="unk"``. Position 0 is ``[CLS]``: it has an
-attention weight and a gradient like every token and is kept in the arrays; :func:`word_scores`
-leaves it out.
+attention weight and a gradient like every token and is kept in the arrays.
 
 Padding. With ``padding="mask"`` the positions holding ``pad_id`` take no part in the network:
 their (B, T) scores are **NaN** (never 0, which would read as "neutral word"), while the raw
 gradient (B, T, d_e) is exactly 0 there (it is the true derivative). ``valid_mask`` gives the
 positions that carry a score.
-
-Words. A word can occur several times in a review; :func:`word_scores` **sums** the scores of its
-occurrences, for every explainer alike. This is the reading that matches LIME (one feature per
-distinct word, and lime's default ``bow=True`` deletes all occurrences at once): for a small
-change in every occurrence's embedding, the first-order change of ``f`` is the sum over
-occurrences.
 """
 
 from __future__ import annotations
 
 import copy
-import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from . import fastlime, validate
+from . import validate
 from .interface import ClassifierBase
-from .text import CLS, PAD, TruncationWarning, normalize_for_lime, tokenize
 
-__all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "METHODS", "POSITION_METHODS", "attention",
-           "explain_text", "flip_output_layer", "gradient", "gradient_summaries",
-           "position_scores", "rollout", "summarize_gradient", "valid_mask", "word_scores"]
+__all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "POSITION_METHODS", "alpha_times_score",
+           "attention", "flip_output_layer", "gradient", "gradient_summaries", "position_scores",
+           "rollout", "summarize_gradient", "valid_mask"]
 
-#: The explainers of the paper's Figure 1, in its order; LIME comes from :mod:`attnxai.fastlime`.
-METHODS = ("alpha-avg", "alpha-max", "LIME", "G-avg", "G-l1", "G-l2", "GxI")
+#: The position-level explainers of the paper's Figure 1 (LIME, the seventh, scores words:
+#: :mod:`attnxai.fastlime`; all seven on a text: :func:`attnxai.explain`).
 POSITION_METHODS = ("alpha-avg", "alpha-max", "G-avg", "G-l1", "G-l2", "GxI")
 ATTENTION_METHODS = ("alpha-avg", "alpha-max")
 GRADIENT_METHODS = ("G-avg", "G-l1", "G-l2", "GxI")
@@ -175,7 +169,7 @@ def position_scores(model: ClassifierBase, ids: Tensor, target: int = 1,
     methods = _method_list(methods, POSITION_METHODS, allow_empty=True)
     unknown = [m for m in methods if m not in POSITION_METHODS]
     if unknown:
-        hint = " (LIME is per word: use explain_text)" if "LIME" in unknown else ""
+        hint = " (LIME is per word: use attnxai.explain)" if "LIME" in unknown else ""
         raise ValueError(f"unknown method(s) {unknown}; choose among {list(POSITION_METHODS)}{hint}")
     out: dict[str, Tensor] = {}
     if "alpha-avg" in methods:
@@ -186,6 +180,26 @@ def position_scores(model: ClassifierBase, ids: Tensor, target: int = 1,
         g = gradient_summaries(model, ids, target)
         out.update({m: g[m] for m in methods if m in GRADIENT_METHODS})
     return {m: out[m] for m in methods}
+
+
+def alpha_times_score(model: ClassifierBase, ids: Tensor, target: int = 1) -> Tensor:
+    """``alpha x s``: ``(1/K) sum_i alpha_t^(i) s_t^(i)`` with ``s_t^(i) = W_l^(i) v_t^(i)`` the
+    token's own score (logit ``target``): (B, T), NaN on padding. Each token's share of the logit
+    (the logit is the sum of these over the positions, chapter 1) and the value part of GxI
+    (chapter 4's corollary): attention weighted by the token score that attention itself never
+    sees. Needs the model's internals: the single-layer
+    :class:`~attnxai.model.AttentionClassifier`."""
+    from .model import AttentionClassifier
+
+    if not isinstance(model, AttentionClassifier):
+        raise TypeError("alpha x s is defined for the single-layer AttentionClassifier, not "
+                        f"{type(model).__name__}")
+    target = validate.target(target, model.n_classes)
+    ids, mask = _checked(model, ids)
+    with torch.no_grad():
+        it = model(ids, return_internals=True)
+    share = (it.alpha * it.token_scores[..., target]).mean(dim=1)            # (B, T)
+    return share.masked_fill(~mask, float("nan"))
 
 
 def _method_list(methods, known: tuple[str, ...], *, allow_empty: bool = False) -> list[str]:
@@ -211,117 +225,3 @@ def flip_output_layer(model: ClassifierBase) -> ClassifierBase:
         if getattr(flipped, "skip", False):          # the skip term is part of the read-out
             flipped.W_s.neg_()
     return flipped
-
-
-# ---------------------------------------------------------------------- words
-def word_scores(tokens: Sequence[str], scores: Sequence[float] | Tensor | np.ndarray, *,
-                skip: Iterable[str] = (CLS, PAD)) -> dict[str, float]:
-    """Scores per distinct word: the **sum** over the word's occurrences (module docstring).
-
-    ``tokens[t]`` is the word at position ``t`` (same length as ``scores``, e.g. ``[CLS]`` then
-    ``tokenize(text)``, so that unknown words keep their own spelling). Positions whose token is in
-    ``skip`` or whose score is NaN (padding) are left out. Words come in order of first occurrence.
-    """
-    s = scores.detach().cpu().double().numpy() if isinstance(scores, Tensor) \
-        else np.asarray(scores, float)
-    if s.ndim != 1:
-        raise ValueError(f"scores must be one review's 1-D scores, got shape {s.shape}")
-    if len(tokens) != len(s):
-        raise ValueError(f"{len(tokens)} tokens but {len(s)} scores: they must be aligned")
-    skip = set(skip)
-    out: dict[str, float] = {}
-    for tok, x in zip(tokens, s):
-        if tok in skip or np.isnan(x):
-            continue
-        out[tok] = out.get(tok, 0.0) + float(x)
-    return out
-
-
-def explain_text(pre, text: str, methods: Sequence[str] | None = None, *, target: int = 1,
-                 level: str = "token", normalize: bool = True, lime_kwargs: dict | None = None,
-                 layer: int = 0):
-    """All the explainers of Figure 1 for one string, as a :class:`pandas.DataFrame`.
-
-    ``pre`` is a :class:`~attnxai.checkpoint.Pretrained`. With ``normalize=True`` (the authors'
-    preprocessing, :func:`~attnxai.text.normalize_for_lime`) the model's tokens and LIME's words
-    coincide. ``methods`` defaults to :data:`METHODS`. LIME runs :func:`attnxai.fastlime.explain`
-    with lime's defaults (5,000 samples, width 25, ``bow=True``) and ``random_state=0`` unless
-    ``lime_kwargs`` say otherwise.
-
-    ``level="token"``: one row per token of the review ([CLS] excluded), column ``token`` then one
-    column per method; LIME shows the coefficient of the token's feature (its word with
-    ``bow=True``, its own position with ``bow=False``). ``level="word"``: one row per distinct
-    word, position scores summed over occurrences (:func:`word_scores`); with ``bow=False`` LIME's
-    per-position coefficients are summed too.
-
-    A text longer than the model reads is cut to its first ``max_len - 1`` tokens: the result's
-    ``attrs`` say how many tokens there were and how many were dropped, and a
-    :class:`~attnxai.text.TruncationWarning` says so. A text none of whose words the model knows
-    (every token read as UNK: a non-Latin script, invented words) is refused with ``ValueError``.
-    """
-    import pandas as pd
-
-    validate.choice(level, "level", ("token", "word"))
-    validate.text(text)
-    target = validate.target(target, pre.model.n_classes)
-    model = pre.model
-    n_full = len(tokenize(normalize_for_lime(text, 10**9) if normalize else text))
-    if normalize:
-        text = normalize_for_lime(text, model.max_len - 1)
-    kept = tokenize(text)[: model.max_len - 1]
-    pre.vocab.check_known(kept, text)
-    dropped = n_full - len(kept)
-    if dropped > 0:
-        warnings.warn(f"the text has {n_full} tokens and the model reads {model.max_len - 1}: the "
-                      f"last {dropped} were dropped from every explanation", TruncationWarning,
-                      stacklevel=2)
-        text = " ".join(kept) if normalize else text
-    with warnings.catch_warnings():            # said once above, with the counts
-        warnings.simplefilter("ignore", TruncationWarning)
-        ids = pre.encode(text)
-    words = [CLS] + kept
-    methods = _method_list(METHODS if methods is None else methods, METHODS)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; choose among {list(METHODS)}")
-    pos = position_scores(model, ids, target, [m for m in methods if m != "LIME"], layer=layer)
-    n = len(words)
-    cols = {m: pos[m][0, :n].double().numpy() for m in pos}
-    lime_tok = None
-    if "LIME" in methods:
-        kw = {"target": target, "random_state": 0, **(lime_kwargs or {})}
-        res = fastlime.explain(pre, text, **kw)
-        lime_tok = _lime_per_token(res, words[1:])
-    if level == "token":
-        df = pd.DataFrame({"token": words[1:]})
-        for m in methods:
-            df[m] = lime_tok if m == "LIME" else cols[m][1:]
-    else:
-        per_word = {m: word_scores(words, cols[m]) for m in cols}
-        if lime_tok is not None:
-            per_word["LIME"] = word_scores(words, np.concatenate([[np.nan], lime_tok]))
-        uniq = list(dict.fromkeys(words[1:]))
-        df = pd.DataFrame({"word": uniq, "count": [words[1:].count(w) for w in uniq]})
-        for m in methods:
-            df[m] = [per_word[m].get(w, np.nan) for w in uniq]
-    df.attrs.update({"n_tokens": n_full, "dropped": max(dropped, 0), "target": target})
-    return df
-
-
-def _lime_per_token(res: fastlime.LimeResult, tokens: list[str]) -> np.ndarray:
-    """LIME's coefficient at each token: its word's (bow=True) or its position's (bow=False).
-    LIME splits on ``\\W+`` while the model's tokenizer keeps some punctuation: a token LIME has
-    no feature for gets NaN."""
-    if not res.bow:
-        if len(res.words) == len(tokens) and res.words == tokens:
-            return np.asarray(res.coef, dtype=float)
-        coef = {}
-        for w, c in zip(res.words, res.coef):
-            coef.setdefault(w, []).append(float(c))
-        out = []
-        for tok in tokens:
-            vals = coef.get(tok)
-            out.append(vals.pop(0) if vals else np.nan)
-        return np.asarray(out)
-    by_word = res.as_dict()
-    return np.asarray([by_word.get(t, np.nan) for t in tokens], dtype=float)

@@ -1,6 +1,6 @@
 """Which explanation is faithful? Perturbation metrics, as ferret defines them, for any model of
-the package's interface, and the scores of the paper's seven explainers (plus baselines) on one
-review.
+the package's interface (the explanations themselves come from :func:`attnxai.explain`: pass its
+``ids`` and ``token_scores``).
 
 **What is measured.** ``p(x)`` is the model's **probability** of the explained class ``target``
 (default 1, "positive", the logit every explainer of the paper explains): the softmax of the
@@ -70,36 +70,29 @@ rankings, sizes and averaging code as :func:`evaluate`: chapter 7 derives its pr
 it, and the tests check that substituting a model's probabilities gives :func:`evaluate`'s numbers.
 
 **Words and positions.** Attention and gradients score positions. LIME (``bow=True``) and its
-closed-form limit score distinct words: :func:`word_to_positions` gives every occurrence of a word
-its word's coefficient (not a share of it): LIME's coefficient is the effect of removing the word,
-every occurrence at once, and at position level each occurrence is that word.
+closed-form limit score distinct words: at position level every occurrence of a word carries its
+word's whole coefficient (the one rule of :mod:`attnxai.words`), so the occurrences tie.
 """
 
 from __future__ import annotations
 
-import json
-import time
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from . import explainers, fastlime, validate
-from .checkpoint import Pretrained
+from . import validate
 from .interface import ClassifierBase
 from .model import AttentionClassifier
-from .text import normalize_for_lime, tokenize
+from .textmodel import Pretrained
 
-__all__ = ["ALL_METHODS", "BACKENDS", "EXTRA_METHODS", "CURVE_FRACTIONS", "DEFAULT_SELECTIONS",
-           "Faithfulness", "METRICS", "PERTURBATIONS", "Perturber", "QUANTILES", "ReviewScores",
-           "SELECTIONS", "TIES", "TextExplanation", "agreement", "alpha_times_score", "cached_pretrained", "comprehensiveness",
-           "curve_sizes", "deletion_curve", "evaluate", "explain", "insertion_curve",
-           "probability", "ranking", "rationale_sizes", "review_scores", "sufficiency",
-           "symbolic_measures", "tau_loo", "word_to_positions"]
+__all__ = ["BACKENDS", "CURVE_FRACTIONS", "DEFAULT_SELECTIONS", "Faithfulness", "METRICS",
+           "PERTURBATIONS", "Perturber", "QUANTILES", "SELECTIONS", "TIES", "agreement",
+           "comprehensiveness", "curve_sizes", "deletion_curve", "evaluate", "insertion_curve",
+           "probability", "ranking", "rationale_sizes", "sufficiency", "symbolic_measures",
+           "tau_loo"]
 
 PERTURBATIONS = ("replace", "delete")
 SELECTIONS = ("abs", "positive", "signed")
@@ -114,13 +107,6 @@ CURVE_FRACTIONS = np.arange(21) / 20
 BACKENDS = ("auto", "fast", "model")
 #: The per-(explainer, perturbation, selection) numbers of :class:`Faithfulness`.
 METRICS = ("comprehensiveness", "sufficiency", "tau_loo", "deletion_auc", "insertion_auc")
-#: Scores that are not explainers of the paper: ``"alpha x s"``, the attention weight times the
-#: token's own score, ``(1/K) sum_i alpha_t^(i) W_l^(i) v_t^(i)`` (the first, value part of GxI
-#: in closed form: what attention becomes once it is multiplied by what it ignores); LIME's
-#: closed-form limit (:func:`attnxai.theory.lime_limit`); a random baseline.
-EXTRA_METHODS = ("alpha x s", "LIME limit", "random")
-#: The paper's seven explainers (Figure 1 order), then the extra methods.
-ALL_METHODS = (*explainers.METHODS, *EXTRA_METHODS)
 
 
 # ====================================================================== inputs
@@ -384,7 +370,7 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
              batch_size: int = 512, ties: str = "position") -> Faithfulness:
     """Every faithfulness metric of every explanation in ``scores`` on one document.
 
-    ``model``: a :class:`~attnxai.checkpoint.Pretrained` or a classifier; ``ids``: the document
+    ``model``: a :class:`~attnxai.textmodel.Pretrained` or a classifier; ``ids``: the document
     (``[CLS]`` first, e.g. ``pre.vocab.encode(text)``); ``scores``: name -> one score per word
     position (``n`` = len(ids) - 1; see the module docstring for word-level explainers); ``ties``:
     the tie order of the rankings (:data:`TIES`; tau-LOO does not depend on it). For each
@@ -611,330 +597,3 @@ def agreement(scores: Mapping[str, Any], *, absolute: bool = False) -> Any:
                 t = kendalltau(S[a], S[b]).statistic
             M[i, j] = M[j, i] = t
     return pd.DataFrame(M, index=names, columns=names)
-
-
-# ====================================================================== the explainers' scores
-def word_to_positions(tokens: Sequence[str], words: Sequence[str], coef: Sequence[float]
-                      ) -> np.ndarray:
-    """Word-level scores (LIME with ``bow=True``, its limit) at every position: position t gets
-    the coefficient of the word ``tokens[t]`` (every occurrence the whole coefficient). A token
-    with no coefficient raises (a text not in :func:`attnxai.normalize_for_lime` form)."""
-    c = np.asarray(coef, dtype=np.float64)
-    if len(words) != c.size:
-        raise ValueError(f"{len(words)} words but {c.size} coefficients")
-    by_word = dict(zip(words, c))
-    missing = [t for t in tokens if t not in by_word]
-    if missing:
-        raise ValueError(f"no coefficient for the tokens {missing[:5]}: LIME's words and the "
-                         "model's tokens differ (pass the text through normalize_for_lime)")
-    return np.array([by_word[t] for t in tokens])
-
-
-def alpha_times_score(model: Any, ids: Any, target: int = 1) -> np.ndarray:
-    """``(1/K) sum_i alpha_t^(i) s_t^(i)`` at every word position, ``s_t^(i) = W_l^(i) v_t^(i)``
-    (logit ``target``): each token's share of the logit (the model is ``f = sum_t`` of these,
-    chapter 1) and the value part of GxI (chapter 4's corollary). Attention weighted by the token
-    score that attention itself never sees. Single-layer model only."""
-    model = _model_of(model)
-    if not isinstance(model, AttentionClassifier):
-        raise TypeError("alpha x s is defined for the single-layer AttentionClassifier, not "
-                        f"{type(model).__name__}")
-    arr = _document(model, ids)
-    target = validate.target(target, model.n_classes)
-    with torch.no_grad():
-        it = model(torch.as_tensor(arr)[None], return_internals=True)
-    share = (it.alpha * it.token_scores[..., target]).mean(dim=1)[0]      # (T,)
-    return share[1:arr.size].double().numpy()
-
-
-@dataclass
-class ReviewScores:
-    """The explanations of one text at word-position level (:func:`review_scores`)."""
-
-    text: str                      # what the model read (normalize_for_lime form)
-    tokens: list[str]              # its n words ([CLS] excluded)
-    ids: np.ndarray                # [CLS] + the words' ids
-    scores: dict[str, np.ndarray]  # method -> (n,)
-    logits: np.ndarray             # (C,) the model's logits on the text
-    seconds: dict[str, float]      # time per group of methods
-    lime: Any = None               # the LimeResult, if LIME ran
-
-
-def review_scores(pre: Pretrained, text: str, methods: Iterable[str] = ALL_METHODS, *,
-                  target: int = 1, lime_seed: Any = 0, random_seed: int = 0,
-                  num_samples: int = 5000, kernel_width: float = 25.0,
-                  limit_kwargs: Mapping[str, Any] | None = None,
-                  lime_backend: str = "auto") -> ReviewScores:
-    """The scores of ``methods`` (:data:`ALL_METHODS`) on one text, one per word position.
-
-    The text is first put in :func:`attnxai.normalize_for_lime` form (the authors' preprocessing,
-    truncated to the model's length), so that LIME's words are the model's tokens. Attention and
-    gradients come from :func:`attnxai.explainers.position_scores` (logit ``target``); LIME from
-    :func:`attnxai.fastlime.explain` with lime's settings (``bow=True``, ``num_samples``,
-    ``kernel_width``, ``random_state=lime_seed``); the LIME limit from
-    :func:`attnxai.theory.lime_limit` (``bow=True``, the same kernel width, aligned with lime's
-    words); both mapped to positions by :func:`word_to_positions`. ``alpha x s``:
-    :func:`alpha_times_score`. ``random``: i.i.d. standard normal scores from ``numpy.random.default_rng(random_seed)`` (signed, so the positive-only
-    rule keeps about half of them). ``lime_backend``: the compiled loops of the fast LIME
-    (:func:`attnxai.fastlime.explain`'s ``backend``; same numbers either way).
-    """
-    if not isinstance(pre, Pretrained):
-        raise TypeError(f"pre must be an attnxai Pretrained (model and vocabulary), got "
-                        f"{type(pre).__name__}")
-    methods = list(dict.fromkeys(methods))
-    unknown = [m for m in methods if m not in ALL_METHODS]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; choose among {list(ALL_METHODS)}")
-    target = validate.target(target, pre.model.n_classes)
-    validate.text(text)
-    text = normalize_for_lime(text, pre.model.max_len - 1)
-    tokens = text.split(" ")
-    ids = np.asarray(pre.vocab.encode(text, pre.model.max_len), dtype=np.int64)
-    n = len(tokens)
-    out: dict[str, np.ndarray] = {}
-    seconds: dict[str, float] = {}
-    pos = [m for m in methods if m in explainers.POSITION_METHODS]
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        logits = pre.model(torch.as_tensor(ids)[None]).double().numpy()[0]
-    if pos:
-        got = explainers.position_scores(pre.model, torch.as_tensor(ids)[None], target, pos)
-        out.update({m: got[m][0, 1:n + 1].double().numpy() for m in pos})
-    if "alpha x s" in methods:
-        out["alpha x s"] = alpha_times_score(pre.model, ids, target)
-    seconds["attention+gradients"] = time.perf_counter() - t0
-    res = None
-    if "LIME" in methods:
-        t0 = time.perf_counter()
-        res = fastlime.explain(pre, text, num_samples=num_samples, kernel_width=kernel_width,
-                               bow=True, random_state=lime_seed, target=target,
-                               backend=lime_backend)
-        out["LIME"] = word_to_positions(tokens, res.words, res.coef)
-        seconds["LIME"] = time.perf_counter() - t0
-    if "LIME limit" in methods:
-        from . import theory                    # (imports SymPy: only when the limit is asked)
-
-        t0 = time.perf_counter()
-        words = fastlime.lime_features(tokens, True)[0]
-        beta = theory.lime_limit(pre, text, bow=True, kernel_width=kernel_width, target=target,
-                                 **dict(limit_kwargs or {}))
-        out["LIME limit"] = word_to_positions(tokens, words, beta)
-        seconds["LIME limit"] = time.perf_counter() - t0
-    if "random" in methods:
-        out["random"] = np.random.default_rng(random_seed).standard_normal(n)
-    return ReviewScores(text=text, tokens=tokens, ids=ids, scores={m: out[m] for m in methods},
-                        logits=logits, seconds=seconds, lime=res)
-
-
-# ====================================================================== one text, for the CLI
-def cached_pretrained(profile: str = "paper", *, progress: bool = True) -> Pretrained:
-    """The cached model of ``profile`` without reading the IMDb archive when possible.
-
-    :func:`attnxai.pretrained` identifies a checkpoint by the training configuration *and* the
-    archive's checksum, which means reading the archive (seconds). Here the cache's
-    ``models/<profile>-*`` folders are searched for the profile's configuration; if exactly one
-    matches it is loaded directly, else :func:`attnxai.pretrained` decides (and trains the
-    profile if it is not cached, with a progress bar).
-    """
-    from .checkpoint import load, pretrained
-    from .data import cache_dir
-    from .train import get_config
-
-    config = get_config(profile).to_dict()
-    root = cache_dir() / "models"
-    found = []
-    for folder in sorted(root.glob(f"{config['profile']}-*")) if root.is_dir() else []:
-        try:
-            conf = json.loads((folder / "config.json").read_text())
-        except (OSError, ValueError):
-            continue
-        if conf.get("train") == config and (folder / "model.safetensors").is_file():
-            found.append(folder)
-    if len(found) == 1:
-        return load(found[0])
-    if not found and progress:
-        import sys
-
-        print(f"attnxai: no cached {config['profile']!r} model under {root}: training it first "
-              "(progress below; it is cached for the next time)", file=sys.stderr)
-    return pretrained(profile, progress=progress)
-
-
-@dataclass
-class TextExplanation:
-    """The paper's explainers on one text (:func:`explain`): ``scores[method]`` has one weight
-    per token of ``tokens`` (what the model read, [CLS] excluded)."""
-
-    text: str
-    tokens: list[str]
-    scores: dict[str, np.ndarray]
-    logits: np.ndarray
-    target: int
-    n_tokens: int                  # tokens of the whole text (after normalising)
-    cut: int                       # tokens beyond the model's length, left out
-    unknown: list[str]             # distinct words the vocabulary does not know (read as UNK)
-    model: str                     # checkpoint folder name
-    settings: dict[str, Any]
-    seconds: float = 0.0
-
-    @property
-    def probability(self) -> np.ndarray:
-        """The model's class probabilities (softmax of ``logits``)."""
-        e = np.exp(self.logits - self.logits.max())
-        return e / e.sum()
-
-    @property
-    def predicted(self) -> int:
-        return int(np.argmax(self.logits))
-
-    def table(self):
-        """One row per token, one column per explainer (a :class:`pandas.DataFrame`)."""
-        import pandas as pd
-
-        return pd.DataFrame({"token": self.tokens, **self.scores})
-
-    def summary(self) -> str:
-        p = self.probability
-        lines = [f"model {self.model}: logits {np.array2string(self.logits, precision=3)}, "
-                 f"P(class {self.target}) = {p[self.target]:.3f}, predicted class "
-                 f"{self.predicted}" + (" (positive)" if self.predicted == 1 else " (negative)")]
-        if self.cut:
-            lines.append(f"note: the text has {self.n_tokens} tokens and the model reads "
-                         f"{len(self.tokens)}: the last {self.cut} were cut")
-        if self.unknown:
-            shown = ", ".join(self.unknown[:8]) + (" ..." if len(self.unknown) > 8 else "")
-            lines.append(f"note: {len(self.unknown)} word(s) unknown to the model, read as UNK: "
-                         f"{shown}")
-        return "\n".join(lines)
-
-    def to_text(self, *, color: bool = False, digits: int = 3) -> str:
-        """The explanations side by side, one row per token (a terminal table). ``color``: ANSI
-        green/red by sign."""
-        names = list(self.scores)
-        cells = [[f"{v:+.{digits}f}" for v in self.scores[m]] for m in names]
-        tw = max([5] + [len(t) for t in self.tokens])
-        widths = [max(len(m), max((len(c) for c in col), default=0)) for m, col in
-                  zip(names, cells)]
-        head = "#".rjust(4) + "  " + "token".ljust(tw) + "  " + "  ".join(
-            m.rjust(w) for m, w in zip(names, widths))
-        lines = [head, "-" * len(head)]
-        for i, tok in enumerate(self.tokens):
-            parts = []
-            for j, (col, w) in enumerate(zip(cells, widths)):
-                s = col[i].rjust(w)
-                if color:
-                    s = f"\x1b[{32 if self.scores[names[j]][i] >= 0 else 31}m{s}\x1b[0m"
-                parts.append(s)
-            lines.append(f"{i + 1:4d}  {tok.ljust(tw)}  " + "  ".join(parts))
-        return "\n".join(lines)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "tokens": self.tokens,
-                "scores": {m: [float(x) for x in v] for m, v in self.scores.items()},
-                "logits": [float(x) for x in self.logits],
-                "probability": [float(x) for x in self.probability],
-                "predicted": self.predicted, "target": self.target, "n_tokens": self.n_tokens,
-                "cut": self.cut, "unknown": self.unknown, "model": self.model,
-                "settings": self.settings, "seconds": self.seconds}
-
-    def to_html(self) -> str:
-        """Figure 1 for this text, a complete offline HTML page (:func:`attnxai.plots.figure1_page`)."""
-        from .plots import figure1_page
-
-        p = self.probability
-        sub = (f"model {self.model}; P(class {self.target}) = {p[self.target]:.3f}; every row "
-               f"explains logit {self.target}; LIME: {self.settings.get('num_samples')} samples, "
-               f"kernel width {self.settings.get('kernel_width')}, bow=True, seed "
-               f"{self.settings.get('lime_seed')}")
-        notes = []
-        if self.cut:
-            notes.append(f"The text has {self.n_tokens} tokens; the model reads the first "
-                         f"{len(self.tokens)}: the last {self.cut} were cut.")
-        if self.unknown:
-            notes.append(f"Unknown to the model (read as UNK): {', '.join(self.unknown)}.")
-        return figure1_page(self.tokens, self.scores, title="Explanations of one text",
-                            subtitle=sub, notes=notes)
-
-
-def explain(text: str, *, pre: Pretrained | None = None, profile: str = "paper",
-            methods: Iterable[str] | None = None, target: int = 1, lime_seed: int = 42,
-            num_samples: int = 5000, kernel_width: float = 25.0, progress: bool = False,
-            lime_backend: str = "numpy") -> TextExplanation:
-    """The paper's explainers (default the seven of Figure 1) on any text: ``attnxai explain``.
-
-    The text is preprocessed as the authors did (:func:`attnxai.normalize_for_lime`) and cut to
-    the model's length (``cut`` says how many tokens were left out, and a warning too). LIME runs
-    with lime's settings (5,000 samples, width 25, ``bow=True``, ``random_state=lime_seed``).
-    ``pre``: a loaded model, else the cached model of ``profile`` (:func:`cached_pretrained`).
-    ``methods`` may include the extra methods of :data:`EXTRA_METHODS`.
-
-    ``lime_backend="numpy"`` (default) runs the fast LIME's loops in numpy: for one explanation
-    that is quicker than loading the compiled numba kernels (about a second), with the same
-    numbers; pass ``"auto"`` when explaining many texts in one process.
-
-    Raises ValueError for an empty text, a text with no letter or digit, and a text none of whose
-    words the model knows (every explainer would only see UNK).
-    """
-    from tqdm.auto import tqdm
-
-    t_start = time.perf_counter()
-    validate.text(text)
-    methods = list(explainers.METHODS if methods is None else dict.fromkeys(methods))
-    unknown = [m for m in methods if m not in ALL_METHODS]
-    if unknown:
-        raise ValueError(f"unknown explainer(s) {unknown}; choose among {list(ALL_METHODS)}")
-    if not methods:
-        raise ValueError("no explainer chosen")
-    full = tokenize(normalize_for_lime(text, 10**9))       # raises for a text without a word
-    groups = ["load the model" if pre is None else None, "attention and gradients",
-              "LIME" if "LIME" in methods else None,
-              "LIME limit" if "LIME limit" in methods else None]
-    groups = [g for g in groups if g]
-    bar = tqdm(total=len(groups), desc="explain", unit="step", disable=not progress, leave=False)
-    if pre is None:
-        bar.set_postfix_str(f"loading the {profile} model")
-        pre = cached_pretrained(profile, progress=progress)
-        bar.update(1)
-    target = validate.target(target, pre.model.n_classes)
-    limit = pre.model.max_len - 1
-    kept = full[:limit]
-    known = [w for w in dict.fromkeys(kept) if pre.vocab.stoi.get(w, pre.vocab.unk_id)
-             != pre.vocab.unk_id]
-    if not known:
-        bar.close()
-        raise ValueError(f"none of the {len(set(kept))} distinct words of the text is in the "
-                         f"model's vocabulary ({', '.join(list(dict.fromkeys(kept))[:6])}"
-                         f"{' ...' if len(set(kept)) > 6 else ''}): the model would read only "
-                         "UNK tokens, and every explanation would be about UNK")
-    unknown_words = [w for w in dict.fromkeys(kept) if w not in pre.vocab.stoi]
-    cut = len(full) - len(kept)
-    if cut > 0:
-        warnings.warn(f"the text has {len(full)} tokens and the model reads {limit}: the last "
-                      f"{cut} were cut from every explanation", stacklevel=2)
-    bar.set_postfix_str("attention and gradients")
-    pos = [m for m in methods if m not in ("LIME", "LIME limit")]
-    rs = review_scores(pre, " ".join(kept), pos, target=target)
-    bar.update(1)
-    scores = dict(rs.scores)
-    for m in ("LIME", "LIME limit"):
-        if m in methods:
-            bar.set_postfix_str(m)
-            scores.update(review_scores(pre, rs.text, [m], target=target, lime_seed=lime_seed,
-                                        num_samples=num_samples, kernel_width=kernel_width,
-                                        lime_backend=lime_backend).scores)
-            bar.update(1)
-    bar.close()
-    settings = {"lime_seed": lime_seed, "num_samples": num_samples, "kernel_width": kernel_width,
-                "bow": True, "preprocessing": "normalize_for_lime", "lime_backend": lime_backend}
-    return TextExplanation(text=rs.text, tokens=rs.tokens, scores={m: scores[m] for m in methods},
-                           logits=rs.logits, target=target, n_tokens=len(full), cut=cut,
-                           unknown=unknown_words,
-                           model=pre.path.name if pre.path is not None else "in memory",
-                           settings=settings, seconds=time.perf_counter() - t_start)
-
-
-def write_html(explanation: TextExplanation, path: str | Path) -> Path:
-    """Write :meth:`TextExplanation.to_html` to ``path`` (UTF-8); returns the path."""
-    path = Path(path)
-    path.write_text(explanation.to_html(), encoding="utf-8")
-    return path

@@ -17,7 +17,8 @@ new code::
 Shapes: ``B`` documents, ``T`` tokens (``[CLS]`` at position 0 and nowhere else), ``L`` layers,
 ``K`` heads per layer, ``C`` classes. The base class provides the rest: :meth:`check_ids` (the one
 validator of token ids), :meth:`collate` (padding), :meth:`pad_mask`, :meth:`embed`
-(``W_e[x_t] + p_t``) and ``forward(ids)``.
+(``W_e[x_t] + p_t``) and ``forward(ids)``; :func:`predict` runs any of them on id lists in
+batches.
 
 Padding. ``padding="mask"``: positions holding ``pad_id`` get no attention (the network equals the
 paper's formula on the unpadded document and logits do not depend on the batch). ``padding="unk"``:
@@ -34,9 +35,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .validate import positive_int
+from .validate import integer, positive_int
 
-__all__ = ["ClassifierBase", "PADDING_MODES", "iter_batches", "sinusoid"]
+__all__ = ["ClassifierBase", "PADDING_MODES", "iter_batches", "predict", "sinusoid"]
 
 PADDING_MODES = ("mask", "unk")
 
@@ -225,3 +226,29 @@ def iter_batches(model: ClassifierBase, seqs: Sequence[Sequence[int]],
         raise ValueError("no documents given")
     for start in range(0, len(seqs), batch_size):
         yield start, model.collate([list(s) for s in seqs[start:start + batch_size]])
+
+
+@torch.no_grad()
+def predict(model: ClassifierBase, seqs: list[list[int]], batch_size: int = 256,
+            head: int | None = None) -> np.ndarray:
+    """Logits (n, n_classes) for id lists, in batches of similar length (fast, same result).
+
+    ``head=i`` gives head ``i``'s own output ``W_l^(i) v~^(i)`` instead of the average. The
+    batches run on the model's device; the logits come back as float64 numpy on the CPU."""
+    batch_size = positive_int(batch_size, "batch_size")
+    if head is not None:
+        head = integer(head, "head")
+        if not 0 <= head < model.n_heads:
+            raise ValueError(f"head {head} does not exist: the model has {model.n_heads} heads")
+    if len(seqs) == 0:
+        raise ValueError("no documents to predict")
+    model.eval()
+    device = next(model.parameters()).device
+    order = np.argsort([len(s) for s in seqs], kind="stable")
+    out = np.empty((len(seqs), model.n_classes))
+    for start in range(0, len(seqs), batch_size):
+        idx = order[start:start + batch_size]
+        ids = model.collate([seqs[i] for i in idx]).to(device)
+        logits = model(ids) if head is None else model(ids, per_head=True)[:, head]
+        out[idx] = logits.double().cpu().numpy()
+    return out

@@ -69,7 +69,7 @@ def normalize_for_lime(text: str, max_tokens: int = 255) -> str:
     re-joined with single spaces.
 
     On the result, lime's words (it splits on ``\\W+``) and the model's tokens coincide, which is
-    what makes the fast LIME paths of :mod:`attnxai.lime` possible. Non-ASCII letters count as
+    what makes the fast LIME paths of :mod:`attnxai.fastlime` possible. Non-ASCII letters count as
     non-alphanumeric here (``café`` -> ``caf``), as in an ASCII regular expression.
     """
     tokens = tokenize(_NON_ALNUM.sub(" ", text))
@@ -165,8 +165,9 @@ class Vocab:
         return [self.itos[int(i)] for i in ids if not (skip_pad and int(i) == self.pad_id)]
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.itos[len(SPECIALS):], ensure_ascii=False),
-                              encoding="utf-8")
+        from .files import atomic_write
+
+        atomic_write(Path(path), json.dumps(self.itos[len(SPECIALS):], ensure_ascii=False))
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":

@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["book_data", "code_label", "runs_header", "write_summary"]
+__all__ = ["book_data", "runs_header", "write_summary"]
 
 
 def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
@@ -32,22 +32,10 @@ def write_summary(path: str | os.PathLike, header: list[str], frame: Any,
                   float_format: str) -> Path:
     """Write ``header`` (``#`` lines: command, code, settings, wall time) and then ``frame`` as CSV
     to ``path``; read it back with ``pandas.read_csv(path, comment="#")``."""
-    path = Path(path)
-    with open(path, "w") as fh:
-        fh.write("\n".join(header) + "\n")
-        frame.to_csv(fh, index=False, float_format=float_format)
-    return path
+    from ..files import atomic_write
 
-
-def code_label(commit: str | None = None, dirty: bool | None = None) -> str:
-    """How the summaries' headers name code: ``commit``, marked when tracked files differed from
-    it. Without arguments, this checkout's (:func:`attnxai.train.source_state`)."""
-    if commit is None and dirty is None:
-        from ..train import source_state
-
-        src = source_state()
-        commit, dirty = src["commit"], src["dirty"]
-    return f"{commit or 'not recorded'}{' (with uncommitted changes!)' if dirty else ''}"
+    body = frame.to_csv(index=False, float_format=float_format)
+    return atomic_write(Path(path), "\n".join(header) + "\n" + body)
 
 
 def runs_header(folder: str | os.PathLike, unit: str = "reviews") -> list[str]:
@@ -57,6 +45,7 @@ def runs_header(folder: str | os.PathLike, unit: str = "reviews") -> list[str]:
     average around it. Folders written before the runner kept one log also have ``_runs.json``
     (the ``attnxai`` commands' own log then): its runs are read instead of the runner's lines of
     that time, which recorded no command (the same runs, told twice)."""
+    from ..provenance import code_label
     from .store import runs
 
     folder = Path(folder)

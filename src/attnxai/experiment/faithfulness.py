@@ -7,8 +7,8 @@ baseline, scored by every metric of :mod:`attnxai.faithfulness` on test reviews 
 :func:`~attnxai.experiment.lime_corpus.review_order` (the order of the LIME study, so they are a
 random sample of the test set and a larger run extends a smaller one), each in
 :func:`attnxai.normalize_for_lime` form (the authors' preprocessing, at most ``max_len - 1``
-tokens). Per review, :func:`attnxai.faithfulness.review_scores` computes every method of
-:data:`~attnxai.faithfulness.ALL_METHODS` for the explained class (``target``: logit 1 as in the
+tokens). Per review, :func:`review_explanation` (:func:`attnxai.explain`) computes every method
+of :data:`~attnxai.registry.ALL_METHODS` for the explained class (``target``: logit 1 as in the
 paper by default, or each review's predicted class with ``target="predicted"``, ferret's default;
 LIME: 5,000 samples, width 25, ``bow=True``, ``random_state = 1000 * test_index``, i.e. repeat 0
 of the LIME study; random scores: ``default_rng(test_index)``), then
@@ -27,8 +27,8 @@ for ``comprehensiveness``, ``sufficiency``, ``deletion_auc``, ``insertion_auc``,
 ``deletion_curve``, ``insertion_curve`` (lists at :data:`attnxai.faithfulness.CURVE_FRACTIONS`),
 the same with ``__ferret`` appended for the first four (ferret's tie order, :func:`metric_column`),
 ``{method}__{perturbation}__tau_loo``, ``scores__{method}`` (float32 lists, one per word) and
-``agree__{a}__{b}`` / ``agree_abs__{a}__{b}``. :func:`summarize`, :func:`curve_summary` and
-:func:`agreement_summary` give the tables of the book, with percentile bootstrap intervals over
+``agree__{a}__{b}`` / ``agree_abs__{a}__{b}``. :func:`faithfulness_summary`, :func:`curve_summary`
+and :func:`agreement_summary` give the tables of the book, with percentile bootstrap intervals over
 reviews.
 """
 
@@ -42,16 +42,19 @@ from typing import Any
 import numpy as np
 
 from .. import validate
-from ..faithfulness import (ALL_METHODS, CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS,
-                            QUANTILES, SELECTIONS, TIES, agreement, evaluate, review_scores)
+from ..explanation import Explanation, explain
+from ..faithfulness import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
+                            SELECTIONS, TIES, agreement, evaluate)
+from ..registry import ALL_METHODS
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "FaithfulnessStudy", "GROUPS", "SUMMARY_METRICS", "agreement_summary",
-           "bootstrap_means", "curve_summary", "faithfulness_row", "metric_column", "read_summary",
-           "run_faithfulness", "summarize", "tie_spread"]
+           "bootstrap_means", "curve_summary", "faithfulness_row", "faithfulness_summary",
+           "metric_column", "read_summary", "review_explanation", "run_faithfulness",
+           "tie_spread"]
 
 #: The fixed columns of a result row (metric columns follow, see the module docstring).
 COLUMNS = {
@@ -67,9 +70,10 @@ COLUMNS = {
     "seconds": "wall time for this review", "cpu_seconds": "CPU time for this review",
     "seconds_scores": "of which computing the explanations",
 }
-#: Per (method, perturbation, selection) numbers with a bootstrap interval in :func:`summarize`.
+#: Per (method, perturbation, selection) numbers with a bootstrap interval in
+#: :func:`faithfulness_summary`.
 SUMMARY_METRICS = ("comprehensiveness", "sufficiency", "deletion_auc", "insertion_auc")
-#: The groups of reviews :func:`summarize` reports: all, and by predicted class.
+#: The groups of reviews :func:`faithfulness_summary` reports: all, and by predicted class.
 GROUPS = ("all", "predicted positive", "predicted negative")
 
 
@@ -88,16 +92,20 @@ def _has_ties(scores: np.ndarray) -> bool:
 
 
 # ---------------------------------------------------------------- one review
-def _explained_class(pre: Any, text: str, target: int | str) -> int:
-    if target != "predicted":
-        return int(target)
-    from ..text import normalize_for_lime
-
-    import torch
-
-    ids = pre.vocab.encode(normalize_for_lime(text, pre.model.max_len - 1), pre.model.max_len)
-    with torch.no_grad():
-        return int(pre.model(torch.as_tensor(ids)[None]).argmax(dim=1)[0])
+def review_explanation(pre: Any, text: str, *, test_index: int,
+                       methods: Sequence[str] = ALL_METHODS, num_samples: int = 5000,
+                       kernel_width: float = 25.0, target: int | str = 1) -> Explanation:
+    """The study's explanations of one test review (:func:`attnxai.explain` with the study's
+    seeds: LIME ``1000 * test_index``, the random baseline ``test_index``)."""
+    settings: dict[str, dict[str, Any]] = {}
+    if "LIME" in methods:
+        settings["LIME"] = {"num_samples": num_samples, "kernel_width": kernel_width,
+                            "seed": 1000 * int(test_index)}
+    elif "LIME limit" in methods:
+        settings["LIME limit"] = {"kernel_width": kernel_width}
+    if "random" in methods:
+        settings["random"] = {"seed": int(test_index)}
+    return explain(pre, text, list(methods), target=target, settings=settings)
 
 
 def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
@@ -111,26 +119,23 @@ def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[
     (the model's predicted class on this review, ferret's default); every explainer explains that
     logit and ``p`` is that class's probability."""
     t0, c0 = time.perf_counter(), time.process_time()
-    c = _explained_class(pre, text, target)
-    rs = review_scores(pre, text, methods, target=c, lime_seed=1000 * int(test_index),
-                       random_seed=int(test_index), num_samples=num_samples,
-                       kernel_width=kernel_width)
+    ex = review_explanation(pre, text, test_index=test_index, methods=methods,
+                            num_samples=num_samples, kernel_width=kernel_width, target=target)
+    c = ex.target
     t_scores = time.perf_counter() - t0
-    res = evaluate(pre, rs.ids, rs.scores, target=c, perturbations=perturbations,
+    res = evaluate(pre, ex.ids, ex.token_scores, target=c, perturbations=perturbations,
                    selections=selections, backend=backend)
-    logits = rs.logits
-    e = np.exp(logits - logits.max())
+    p = ex.probability
     row: dict[str, Any] = {
-        "n_tokens": len(rs.tokens), "logits": logits.tolist(), "target": c,
-        "p": float(e[c] / e.sum()), "p1": float(e[1] / e.sum()),
-        "predicted": int(np.argmax(logits)),
+        "n_tokens": len(ex.tokens), "logits": ex.logits.tolist(), "target": c,
+        "p": float(p[c]), "p1": float(p[1]), "predicted": ex.predicted,
         "backend": ",".join(sorted(set(res.backend.values()))),
     }
     for pert in perturbations:
         row[f"p_empty__{pert}"] = res.p_empty[pert]
     tab = res.table
-    tied = [m for m in methods if _has_ties(rs.scores[m])]
-    ferret = (evaluate(pre, rs.ids, {m: rs.scores[m] for m in tied}, target=c,
+    tied = [m for m in methods if _has_ties(ex.token_scores[m])]
+    ferret = (evaluate(pre, ex.ids, {m: ex.token_scores[m] for m in tied}, target=c,
                        perturbations=perturbations, selections=selections, backend=backend,
                        ties="ferret").table if tied else None)
     for (m, pert, sel), r in tab.iterrows():
@@ -144,9 +149,9 @@ def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[
         row[f"{m}__{pert}__{sel}__deletion_curve"] = dcurve.tolist()
         row[f"{m}__{pert}__{sel}__insertion_curve"] = icurve.tolist()
     for m in methods:
-        row[f"scores__{m}"] = rs.scores[m].astype(np.float32).tolist()
+        row[f"scores__{m}"] = ex.token_scores[m].astype(np.float32).tolist()
     for kind, absolute in (("agree", False), ("agree_abs", True)):
-        A = agreement(rs.scores, absolute=absolute)
+        A = agreement(ex.token_scores, absolute=absolute)
         for i, a in enumerate(methods):
             for b in methods[i + 1:]:
                 row[f"{kind}__{a}__{b}"] = float(A.loc[a, b])
@@ -240,6 +245,8 @@ class FaithfulnessStudy(Study):
                         "'ferret' (later position first) in the columns ending __ferret",
                 "words_to_positions": "every occurrence gets its word's coefficient",
                 "num_samples": self.num_samples, "kernel_width": self.kernel_width,
+                # these descriptions are compared when a results folder resumes: kept as the
+                # existing folders recorded them (fastlime.explain_instance is now explain_instance)
                 "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index, "
                         "logit = the explained class",
                 "limit": "theory.lime_limit(pre, text, bow=True), default settings",
@@ -325,7 +332,7 @@ def _settings_of(df, methods, perturbations, selections):
     return list(methods), list(perturbations), list(selections)
 
 
-def summarize(df, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
+def faithfulness_summary(df, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
               methods: Sequence[str] | None = None, perturbations: Sequence[str] | None = None,
               selections: Sequence[str] | None = None):
     """The book's table: per group of reviews (:data:`GROUPS`), method, perturbation, selection

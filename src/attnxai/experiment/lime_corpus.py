@@ -3,13 +3,13 @@
     python -m attnxai lime-experiment --profile paper --reviews 25000 --repeats 5 --bow both \\
         --num-samples 5000 --kernel-width 25 --out results/lime_paper --jobs 2
 
-**What is computed.** The test reviews are taken in a fixed random order (:func:`review_order`:
-a permutation of the 25,000 test reviews drawn with ``ORDER_SEED``, so the first ``N`` are a random
+**What is computed.** The test reviews are taken in a fixed random order (:func:`review_order`: a
+permutation of the 25,000 test reviews drawn with ``ORDER_SEED``, so the first ``N`` are a random
 sample and a larger run extends a smaller one), each normalised with
 :func:`attnxai.normalize_for_lime` (the authors' preprocessing). For every review and ``bow``
-setting, :func:`attnxai.fastlime.explain` runs ``repeats`` times (seed of repeat ``r`` of the test
-review with index ``i`` in ``load_imdb().test``: :func:`lime_seed` = ``1000 * i + r``, the same for
-both ``bow`` settings), and every approximation of :data:`attnxai.theory.APPROXIMATIONS` is
+setting, :func:`attnxai.fastlime.explain_instance` runs ``repeats`` times (seed of repeat ``r`` of
+the test review with index ``i`` in ``load_imdb().test``: :func:`lime_seed` = ``1000 * i + r``, the
+same for both ``bow`` settings), and every approximation of :data:`attnxai.theory.APPROXIMATIONS` is
 compared with the mean of the repeats: norm-2 error, relative error (divided by the norm of the
 mean) and Spearman correlation. lime's own run-to-run spread is recorded next to them (mean norm-2
 distance of the repeats to their mean), since no approximation can be expected to agree with lime
@@ -18,7 +18,7 @@ better than lime agrees with itself.
 **Output.** A folder of parquet parts and ``_meta.json`` (:mod:`~attnxai.experiment.store`). One
 row per (review, bow): see :data:`COLUMNS`; per approximation ``name``: ``name__coef``,
 ``name__err2``, ``name__relerr``, ``name__spearman`` (and ``name__error``, the message if it
-raised). :func:`attnxai.experiment.load_results` reads the folder, :func:`summarize` gives the
+raised). :func:`attnxai.experiment.load_results` reads the folder, :func:`lime_summary` gives the
 error table. Approximations added to the comparison after rows were written are computed for those
 rows on the next run (their LIME numbers are kept).
 """
@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import validate
+from ..files import atomic_write
 from ..fastlime import check_mask_string, explain_repeats
 from ..theory.approximations import APPROXIMATIONS, Approximation
 from ..threads import single_threaded
@@ -44,7 +45,7 @@ from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "approximation_columns",
            "approximation_names", "full_length_reviews", "lime_row", "lime_seed",
-           "ordered_reviews", "review_order", "review_text", "summarize"]
+           "lime_summary", "ordered_reviews", "review_order", "review_text"]
 
 #: Seed of the permutation that orders the test reviews (the paper's arXiv number, 2402.03485).
 ORDER_SEED = 240203485
@@ -336,8 +337,6 @@ class LimeCorpus(Study):
     def finish(self, out: Path, jobs: int, client: Any, progress: bool) -> int:
         """Add the columns of approximations missing from finished parts (rows keep their LIME
         numbers; only the approximations run)."""
-        import os
-
         import pandas as pd
         import pyarrow.parquet as pq
         from tqdm.auto import tqdm
@@ -368,9 +367,7 @@ class LimeCorpus(Study):
         for cols in parallel(task, chunks, jobs, client):
             part = where[(cols[0]["test_index"], cols[0]["bow"])]
             merged = frames[part].merge(pd.DataFrame(cols), on=["test_index", "bow"], how="left")
-            tmp = part.with_name(f".tmp-{part.name}")
-            merged.to_parquet(tmp, index=False)
-            os.replace(tmp, part)
+            atomic_write(part, lambda tmp: merged.to_parquet(tmp, index=False))
             bar.update(len(cols))
         bar.close()
         return total
@@ -388,7 +385,7 @@ def approximation_names(df: "pd.DataFrame") -> list[str]:  # noqa: F821
     return sorted({c[: -len("__err2")] for c in df.columns if c.endswith("__err2")})
 
 
-def summarize(df: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
+def lime_summary(df: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
     """The error table: per (approximation, bow), mean and std over the reviews of the norm-2
     error against the mean LIME coefficients, the relative error and the Spearman correlation,
     plus lime's own run-to-run spread as the row ``lime (repeat vs mean)``."""

@@ -12,15 +12,15 @@ random order :func:`~attnxai.experiment.lime_corpus.review_order` (a seeded perm
 in :func:`attnxai.normalize_for_lime` form (the authors' preprocessing, at most ``max_len - 1``
 tokens). Per review:
 
-* LIME with the authors' settings: :func:`attnxai.fastlime.explain`, ``bow=True`` (deletion),
-  mask ``UNK``, 5,000 samples, kernel width 25, logit 1, ``random_state = 1000 * test_index``
+* LIME with the authors' settings: :func:`attnxai.fastlime.explain_instance`, ``bow=True``
+  (deletion), mask ``UNK``, 5,000 samples, kernel width 25, logit 1, ``random_state = 1000 * test_index``
   (repeat 0 of the LIME corpus study). On the single-layer model it takes the fast path, on the
   multi-layer one lime's generic path through ``Pretrained.predict_logits`` (batches sorted by
   length); on the multi-layer model ``precision="bf16"`` evaluates the 5,000 perturbed texts
   with a bfloat16 copy of the weights (chapter 8 measures what that changes), ``"fp32"`` with
   the model as saved (the fast path always uses float64 projections of the saved weights);
 * per layer ``l``, the ``[CLS]`` alpha-avg (mean over heads) of the float32 model on the review,
-  summed over each word's occurrences (:func:`attnxai.explainers.word_scores`), and the same for
+  summed over each word's occurrences (:meth:`attnxai.words.Words.to_words`), and the same for
   attention rollout (:func:`attnxai.explainers.rollout`) and for G x I;
 * the Pearson correlation, over the review's distinct words, between each of these and the
   absolute LIME coefficients (``corr_layers``, ``corr_rollout``, ``corr_gxi``: G x I in absolute
@@ -81,7 +81,7 @@ def _inference_copy(pre: Any, precision: str) -> Any:
     (always ``pre`` for a model LIME explains on the fast path: :func:`_fast_path_model`)."""
     import torch
 
-    from ..checkpoint import Pretrained
+    from ..textmodel import Pretrained
 
     if precision == "fp32" or _fast_path_model(pre.model):
         return pre
@@ -97,12 +97,12 @@ def layer_lime_row(pre: Any, text: str, *, seed: int, num_samples: int = 5000,
     import torch
 
     from .. import explainers, fastlime
-    from ..text import CLS
+    from ..words import Words
 
     t0, c0 = time.perf_counter(), time.process_time()
     model = pre.model
     tokens = text.split(" ")
-    words = [CLS] + tokens
+    layout = Words.of(tokens)
     ids = pre.encode(text, truncate=False)
     alpha = explainers.attention(model, ids, "mean", layer="all")[0]          # (L, T)
     roll = explainers.rollout(model, ids)[0]
@@ -110,7 +110,7 @@ def layer_lime_row(pre: Any, text: str, *, seed: int, num_samples: int = 5000,
     with torch.no_grad():
         logits = model(ids)[0].double().numpy()
     t_lime, c_lime = time.perf_counter(), time.process_time()
-    res = fastlime.explain(lime_model if lime_model is not None else pre, text,
+    res = fastlime.explain_instance(lime_model if lime_model is not None else pre, text,
                            num_samples=num_samples, kernel_width=kernel_width, bow=True,
                            mask_string="UNK", random_state=seed, target=1)
     lime_seconds = time.perf_counter() - t_lime
@@ -119,7 +119,7 @@ def layer_lime_row(pre: Any, text: str, *, seed: int, num_samples: int = 5000,
     absc = np.abs(coef)
 
     def per_word(scores) -> np.ndarray:
-        d = explainers.word_scores(words, scores)
+        d = dict(zip(layout.words, layout.to_words(scores[1:layout.n + 1])))
         return np.asarray([d.get(w, np.nan) for w in res.words], dtype=np.float64)
 
     layers = [per_word(alpha[layer]) for layer in range(alpha.shape[0])]
@@ -187,6 +187,8 @@ class LayerLime(Study):
                 "arch": type(m).__name__, "n_layers": m.n_layers, "n_heads": m.n_heads,
                 "num_samples": self.num_samples, "kernel_width": self.kernel_width,
                 "bow": True, "mask_string": "UNK", "target": 1,
+                # these descriptions are compared when a results folder resumes: kept as the
+                # existing folders recorded them (fastlime.explain_instance is now explain_instance)
                 "lime": "fastlime.explain (fast path on the single-layer model, lime's generic "
                         "path through Pretrained.predict_logits otherwise), "
                         "random_state = 1000 * test_index",
@@ -287,7 +289,7 @@ def best_offset(d_valid: np.ndarray, y_valid: np.ndarray, d_test: np.ndarray,
 def screen_runs(names: Sequence[str] | None = None, *, base: Any = None) -> list[dict[str, Any]]:
     """The screens' training configurations (``base``: the profile, default ``multilayer``):
     items ``{"run": name, "config": TrainConfig dict, "description": ...}``."""
-    from ..train import get_config
+    from ..profiles import get_config
 
     base = get_config("multilayer") if base is None else get_config(base)
     names = list(SCREENS) if names is None else list(names)
@@ -308,7 +310,7 @@ def skip_runs(seeds: Sequence[int], *, base: Any = "paper") -> list[dict[str, An
     """The skip-connection ablation: for each seed, ``base`` (default the paper profile) without
     and with the skip connection (profile ``paper-skip``); seed 42 without it is the paper
     profile's own model."""
-    from ..train import get_config
+    from ..profiles import get_config
 
     seeds = [validate.integer(s, "seed") for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
@@ -328,8 +330,8 @@ def skip_runs(seeds: Sequence[int], *, base: Any = "paper") -> list[dict[str, An
 
 def _train_chunk(archive: str | None, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Worker: train (or load from the cache) each run's model; one row of metrics per run."""
-    from ..checkpoint import pretrained
-    from ..train import TrainConfig
+    from ..profiles import TrainConfig
+    from ..trained import pretrained
 
     rows = []
     with single_threaded():
@@ -362,7 +364,7 @@ class TrainingRuns(Study):
 
     def __init__(self, runs: Sequence[dict[str, Any]], *, name: str = "training runs",
                  archive: str | None = None):
-        from ..train import TrainConfig, recipe
+        from ..profiles import TrainConfig, recipe
 
         if not runs:
             raise ValueError("no training runs given")

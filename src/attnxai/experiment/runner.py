@@ -100,7 +100,7 @@ class Study(ABC):
 def study_model(profile: str, archive: str | None = None):
     """The trained model a study explains (never trained here: a study runs on a checkpoint its
     workers can be sent), refusing one without a checkpoint folder."""
-    from ..checkpoint import pretrained
+    from ..trained import pretrained
 
     pre = pretrained(profile, archive=archive, train_if_missing=False)
     if pre.path is None:
@@ -172,8 +172,10 @@ def open_workers(jobs: int = 1, scheduler: str | None = None) -> Workers:
         try:
             from .cluster import DaskWorkers
         except ImportError as exc:
-            raise RuntimeError("--scheduler needs Dask's distributed package, which is not "
-                               "installed: pip install attnxai[dask]") from exc
+            from ..errors import MissingDependency
+
+            raise MissingDependency("--scheduler needs Dask's distributed package, which is not "
+                                    "installed: pip install attnxai[dask]") from exc
         return DaskWorkers(scheduler)
     if jobs == -1:
         jobs = os.cpu_count() or 1
@@ -183,16 +185,9 @@ def open_workers(jobs: int = 1, scheduler: str | None = None) -> Workers:
 def _device(device: Any, scheduler: str | None) -> str:
     """``device`` checked here for a local run; for a cluster only its form is checked here
     (the workers check that they have it when the model is installed)."""
-    from ..train import check_device
+    from ..devices import check_device, parse_device
 
-    if scheduler is None:
-        return str(check_device(device))
-    if not isinstance(device, str):
-        raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got "
-                        f"{type(device).__name__}")
-    if device.strip().lower().split(":")[0] not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"device must be cpu, cuda, cuda:N or mps, got {device!r}")
-    return device.strip().lower()
+    return str(check_device(device)) if scheduler is None else parse_device(device)
 
 
 def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str | None = None,
@@ -216,7 +211,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
 
     from tqdm.auto import tqdm
 
-    from ..train import source_state
+    from ..provenance import loadavg, source_state
 
     jobs = validate.integer(jobs, "jobs")
     if jobs == 0 or jobs < -1:
@@ -231,7 +226,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     chunks = study.plan(done)
     skipped = len(done)
     bundle = _bundle(study)                          # read and verified before anything runs
-    started, load_before, source = dt.datetime.now(dt.timezone.utc), _loadavg(), source_state()
+    started, load_before, source = dt.datetime.now(dt.timezone.utc), loadavg(), source_state()
     t0 = time.perf_counter()
     workers = open_workers(jobs, scheduler)
     ok = False
@@ -263,18 +258,10 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
                         "scheduler": scheduler, "device": device, "computed": report.computed,
                         "skipped": skipped, "rows_finished": finished,
                         "seconds": round(seconds, 3),
-                        "loadavg_before": load_before, "loadavg_after": _loadavg(),
+                        "loadavg_before": load_before, "loadavg_after": loadavg(),
                         "model": None if bundle is None else
                         {"name": bundle.ref.name, "manifest_sha256": bundle.ref.digest}})
     return report
-
-
-def _loadavg() -> list[float] | None:
-    """The machine's 1, 5 and 15 minute load averages (None where the OS has none)."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
 
 
 def chunked(items: Iterable[dict[str, Any]], size: int, group: str | None = None

@@ -11,11 +11,12 @@ import datetime
 import json
 import math
 import os
-import socket
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from ..files import atomic_write
 
 __all__ = ["TIMING_COLUMNS", "check_meta", "content_digest", "done_keys", "load_results",
            "log_run", "parts", "prepare", "runs", "write_meta", "write_part"]
@@ -47,10 +48,8 @@ def write_part(out: Path, rows: list[dict[str, Any]], order: int) -> Path:
     import pandas as pd
 
     final = Path(out) / f"part-{order:05d}-{uuid.uuid4().hex[:8]}.parquet"
-    tmp = final.with_name(f".tmp-{final.name}")
-    pd.DataFrame(rows).to_parquet(tmp, index=False)
-    os.replace(tmp, final)
-    return final
+    frame = pd.DataFrame(rows)
+    return atomic_write(final, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -85,22 +84,16 @@ def check_meta(out: Path, settings: dict[str, Any]) -> bool:
 def write_meta(out: Path, settings: dict[str, Any]) -> None:
     """Create the folder and write ``_meta.json`` atomically (after every check has passed)."""
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f".tmp-{META}"
-    tmp.write_text(json.dumps(settings, indent=2))
-    os.replace(tmp, out / META)
+    atomic_write(out / META, json.dumps(settings, indent=2))
 
 
 def log_run(out: Path, record: dict[str, Any]) -> None:
     """Append one finished run to the folder's ``_runs.jsonl`` (with the time, host and attnxai
     version); nothing in it is checked on resume."""
-    from importlib.metadata import PackageNotFoundError, version
+    from ..provenance import host, package_version
 
-    try:
-        ours = version("attnxai")
-    except PackageNotFoundError:
-        ours = "unknown"
     line = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "host": socket.gethostname(), "attnxai": ours, **record}
+            "host": host(), "attnxai": package_version(), **record}
     with open(Path(out) / RUNS, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line, default=str) + "\n")
 

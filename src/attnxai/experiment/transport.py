@@ -35,8 +35,9 @@ from typing import Any
 
 import torch
 
-from ..checkpoint import MANIFEST, CheckpointError, Pretrained, checkpoint_files, from_files
-from ..train import check_device
+from ..checkpoint import MANIFEST, CheckpointError, checkpoint_files, from_files
+from ..devices import check_device
+from ..textmodel import Pretrained
 
 __all__ = ["DTYPES", "ModelBundle", "ModelRef", "install", "installed", "uninstall"]
 

@@ -1,6 +1,6 @@
 """LIME for text, exactly as ``lime`` 0.2.0.1 computes it, as fast as the mathematics allows.
 
-:func:`explain` returns what ``lime.lime_text.LimeTextExplainer(kernel_width=..., bow=...,
+:func:`explain_instance` returns what ``lime.lime_text.LimeTextExplainer(kernel_width=..., bow=...,
 mask_string=..., random_state=...).explain_instance(text, classifier_fn, labels=(target,),
 num_features=d, num_samples=...)`` returns for the full-feature fit (``d`` = number of features,
 so every feature is kept): the intercept, one coefficient per feature in lime's feature order,
@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from .. import validate
-from ..checkpoint import Pretrained
+from ..textmodel import Pretrained
 from .kernels import backend_status
 from .problem import (PATHS, Problem, check_mask_string, fast_path_reason, is_normalized,
                       lime_features)
@@ -58,15 +58,14 @@ from .result import LimeResult
 from .ridge import weighted_ridge
 from .sampling import BACKENDS, kernel_weights, sample_masks
 
-__all__ = ["BACKENDS", "LimeResult", "PATHS", "backend_status", "check_mask_string", "explain",
-           "explain_repeats",
-           "fast_path_reason", "is_normalized", "kernel_weights", "lime_features",
-           "sample_masks", "weighted_ridge"]
+__all__ = ["BACKENDS", "LimeResult", "PATHS", "backend_status", "check_mask_string",
+           "explain_instance", "explain_repeats", "fast_path_reason", "is_normalized",
+           "kernel_weights", "lime_features", "sample_masks", "weighted_ridge"]
 
 Model = Pretrained | Callable[[list[str]], np.ndarray]
 
 
-def explain(model: Model, text: str, *, num_samples: int = 5000, kernel_width: float = 25,
+def explain_instance(model: Model, text: str, *, num_samples: int = 5000, kernel_width: float = 25,
             bow: bool = True, mask_string: str = "UNK", random_state: Any = None,
             target: int = 1, path: str = "auto", keep_data: bool = False,
             chunk_size: int = 4096, backend: str = "auto") -> LimeResult:
@@ -103,7 +102,7 @@ def explain_repeats(model: Model, text: str, random_states: Sequence[Any], *,
                     mask_string: str = "UNK", target: int = 1, path: str = "auto",
                     keep_data: bool = False, chunk_size: int = 4096,
                     backend: str = "auto") -> list[LimeResult]:
-    """:func:`explain` once per entry of ``random_states`` (e.g. 5 seeds: lime's run-to-run
+    """:func:`explain_instance` once per entry of ``random_states`` (e.g. 5 seeds: lime's run-to-run
     spread), sharing the per-document preparation."""
     num_samples = validate.num_samples(num_samples)
     kernel_width = validate.kernel_width(kernel_width)

@@ -1,4 +1,4 @@
-"""Compiled kernels for :mod:`attnxai.lime`: lime's perturbation masks and the deletion sums.
+"""Compiled kernels for :mod:`attnxai.fastlime`: lime's perturbation masks and the deletion sums.
 
 Why compiled. Two loops of the LIME reproduction cannot be vectorised with numpy:
 
@@ -12,9 +12,9 @@ Why compiled. Two loops of the LIME reproduction cannot be vectorised with numpy
    per sample. numpy needs a gather into a ``(T*T, 2K)`` table and a sparse product for it.
 
 Both loops are short and branchy, which a just-in-time compiler turns into tight machine code:
-:func:`shuffle_masks` and :func:`delete_sums` are ``numba.njit(cache=True)`` functions (compiled
-on first use, then loaded from the on-disk cache numba keeps in ``__pycache__`` next to this
-file). Without numba, or with ``ATTNXAI_NATIVE=0`` in the environment, the numpy twins
+:func:`shuffle_masks` and :func:`delete_sums` are compiled by the package's one numba decorator
+(:func:`attnxai.native.jit`: on first use, then loaded from numba's on-disk cache). Without
+numba, or with ``ATTNXAI_NATIVE=0`` in the environment, the numpy twins
 :func:`shuffle_masks_numpy` and :func:`delete_sums_numpy` compute the same numbers, more slowly.
 :func:`sample_masks` and :func:`deletion_sums` choose between the two (``backend="auto"``,
 ``"numba"`` or ``"numpy"``).
@@ -42,7 +42,7 @@ How exactness is guaranteed.
   vector, which is exact element by element): the results are equal to the bit (tested with
   ``np.array_equal`` for K = 1, 2, 6, 7).
 
-This module imports nothing from the rest of ``attnxai``.
+This module imports nothing from the rest of ``attnxai`` but :mod:`attnxai.native`.
 """
 
 from __future__ import annotations
@@ -54,13 +54,8 @@ import warnings
 import numpy as np
 import scipy.sparse
 
-try:
-    import numba
-except ImportError as _exc:  # numba is optional: the numpy twins give the same numbers
-    numba = None
-    _NUMBA_IMPORT_ERROR: str | None = f"{type(_exc).__name__}: {_exc}"
-else:
-    _NUMBA_IMPORT_ERROR = None
+from ..native import NUMBA_IMPORT_ERROR as _NUMBA_IMPORT_ERROR
+from ..native import jit, numba
 
 __all__ = [
     "BACKENDS",
@@ -81,18 +76,6 @@ _DISABLED = ("0", "false", "no", "off")
 _FALLBACK_WARNED = False   # the "numba unavailable" RuntimeWarning is emitted once per process
 
 
-def _njit_cached(fn):
-    """``numba.njit(cache=True)``; the plain function without numba. If numba finds no writable
-    place for its cache (a read-only install and no writable user cache folder, where numba
-    raises at decoration), the function is compiled per process instead."""
-    if numba is None:
-        return fn
-    try:
-        return numba.njit(cache=True)(fn)
-    except RuntimeError:   # "cannot cache function ...: no locator available"
-        return numba.njit(fn)
-
-
 # ====================================================================== MT19937 (numpy legacy)
 _MT_N = 624
 _MT_M = 397
@@ -102,7 +85,7 @@ _LOWER = 0x7FFFFFFF
 _MATRIX_A = 0x9908B0DF
 
 
-@_njit_cached
+@jit()
 def _mt_twist(key):
     """numpy's ``mt19937_gen``: regenerate the 624 words of ``key`` (uint32[624]) in place."""
     for i in range(_MT_N - _MT_M):
@@ -118,7 +101,7 @@ def _mt_twist(key):
     key[_MT_N - 1] = np.uint32(v & _U32)
 
 
-@_njit_cached
+@jit()
 def _temper_all(key, buf):
     """numpy's ``mt19937_next32`` output transform of every word of ``key`` into ``buf``
     (uint32[624] each): one pass per regeneration, which the compiler vectorises."""
@@ -131,7 +114,7 @@ def _temper_all(key, buf):
         buf[i] = y
 
 
-@_njit_cached
+@jit()
 def shuffle_masks(key, pos, d, sizes, masks):
     """lime's masks for ``n = len(sizes)`` samples from numpy's legacy MT19937 stream.
 
@@ -213,7 +196,7 @@ def shuffle_masks_numpy(rs: np.random.RandomState, d: int, sizes: np.ndarray) ->
 
 
 # ====================================================================== deletion sums
-@_njit_cached
+@jit()
 def delete_sums(masks, word_index, A, B, out, counts):
     """Deletion sums (``bow=True``) of ``n`` samples, for any number ``K`` of heads.
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import validate
-from ..checkpoint import Pretrained
+from ..textmodel import Pretrained
 from ..model import AttentionClassifier
 from ..network import Projections
 from ..text import tokenize

@@ -1,6 +1,6 @@
 """Closed forms from the paper (and beyond it), each checked against the package's explainers.
 
-:mod:`~attnxai.theory.gradient_theorem` (Section 4; ``theory.gradient(model, ids)``),
+:mod:`~attnxai.theory.gradient_theorem` (Section 4; ``theory.gradient_closed_form(model, ids)``),
 :mod:`~attnxai.theory.lime_text` (LIME's large-sample limit for any text model, Section 5),
 :mod:`~attnxai.theory.lime_attention` (LIME on the attention classifier: the paper's formula and
 this book's limit; built from :mod:`~attnxai.theory.lime_inputs`,
@@ -14,9 +14,9 @@ brute force on short documents and maps where the closed forms hold),
 
 from . import approximations, gradient_theorem, lime_attention, lime_text
 from .approximations import APPROXIMATIONS
-from .gradient_theorem import gradient, gradient_terms, gradient_x_input
+from .gradient_theorem import gradient_closed_form, gradient_terms, gradient_x_input
 from .lime_attention import lime_limit, lime_limit_heads, lime_paper
 
-__all__ = ["APPROXIMATIONS", "approximations", "gradient", "gradient_terms", "gradient_theorem",
-           "gradient_x_input", "lime_attention", "lime_limit", "lime_limit_heads", "lime_paper",
-           "lime_text"]
+__all__ = ["APPROXIMATIONS", "approximations", "gradient_closed_form", "gradient_terms",
+           "gradient_theorem", "gradient_x_input", "lime_attention", "lime_limit", "lime_limit_heads",
+           "lime_paper", "lime_text"]

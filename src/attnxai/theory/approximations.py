@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checkpoint import Pretrained
-from .lime_attention import lime_limits_heads, lime_paper, text_inputs
+from ..textmodel import Pretrained
+from .lime_attention import lime_limit_heads_by_width, lime_paper, text_inputs
 from .lime_text import DEFAULT_KERNEL_WIDTH
 
 __all__ = ["APPROXIMATIONS", "Approximation", "approximation"]
@@ -55,7 +55,7 @@ def _limit(pre: Pretrained, text: str, bow: bool, kernel_width: float, **kw) -> 
         _CACHE.move_to_end(key)
         return hit[1][nu].copy()
     widths = [nu] if kw.get("law") == "lime" else sorted({nu, DEFAULT_KERNEL_WIDTH, math.inf})
-    heads = lime_limits_heads(pre.model, ids, widths, bow=bow, features=feats, **kw)
+    heads = lime_limit_heads_by_width(pre.model, ids, widths, bow=bow, features=feats, **kw)
     _CACHE[key] = (pre.model, {w: h.mean(axis=0) for w, h in heads.items()})
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

@@ -18,9 +18,9 @@ attention weight carries it, so every word-level explanation of the paper reads 
 formulas with or without the connection; only the weights training arrives at differ.
 
 :func:`symbolic_skip_model` builds ``f^skip`` in SymPy on top of
-:func:`attnxai.symbolic.symbolic_model`, :func:`symbolic_skip_difference` is what SymPy's
-derivative minus the closed form simplifies to (zero), and :func:`gradient` is the closed form
-for a torch model (``tests/test_theory_skip.py``: against autograd to 1e-12 in float64).
+:func:`attnxai.symbolic.symbolic_model`, :func:`symbolic_skip_difference` is what SymPy's derivative
+minus the closed form simplifies to (zero), and :func:`gradient_closed_form` is the closed form for
+a torch model (``tests/test_theory_skip.py``: against autograd to 1e-12 in float64).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ..model import AttentionClassifier
 from ..symbolic import SymbolicModel, symbolic_model
 from . import gradient_theorem
 
-__all__ = ["SkipModel", "TERMS", "gradient", "gradient_terms", "symbolic_skip_autodiff",
+__all__ = ["SkipModel", "TERMS", "gradient_closed_form", "gradient_terms", "symbolic_skip_autodiff",
            "symbolic_skip_difference", "symbolic_skip_extra", "symbolic_skip_gradient",
            "symbolic_skip_model"]
 
@@ -56,7 +56,7 @@ def gradient_terms(model: AttentionClassifier, ids: Tensor, target: int = 1) -> 
     return terms
 
 
-def gradient(model: AttentionClassifier, ids: Tensor, target: int = 1) -> Tensor:
+def gradient_closed_form(model: AttentionClassifier, ids: Tensor, target: int = 1) -> Tensor:
     """``grad_{e_t} f_target`` of a model with or without the skip connection, from the closed
     form: (B, T, d_embed), the call of :func:`attnxai.explainers.gradient`."""
     return sum(gradient_terms(model, ids, target).values())

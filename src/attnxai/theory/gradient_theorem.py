@@ -52,7 +52,8 @@ def _internals(model: AttentionClassifier, ids: Tensor) -> Internals:
 
 
 def gradient_terms(model: AttentionClassifier, ids: Tensor, target: int = 1) -> dict[str, Tensor]:
-    """The three terms of the theorem, each (B, T, d_embed); their sum is :func:`gradient`.
+    """The three terms of the theorem, each (B, T, d_embed); their sum is
+    :func:`gradient_closed_form`.
 
     ``"value"``: ``(1/K) sum_i alpha_t W_v^T w^T`` (linear in attention);
     ``"key"``: ``(1/K) sum_i alpha_t (s_t - s~) / sqrt(d_att) W_k^T q_1``;
@@ -78,7 +79,7 @@ def gradient_terms(model: AttentionClassifier, ids: Tensor, target: int = 1) -> 
     return {"value": value, "key": key, "query": query}
 
 
-def gradient(model: AttentionClassifier, ids: Tensor, target: int = 1) -> Tensor:
+def gradient_closed_form(model: AttentionClassifier, ids: Tensor, target: int = 1) -> Tensor:
     """``grad_{e_t} f_target`` from the closed form: (B, T, d_embed), same call as
     :func:`attnxai.explainers.gradient` (automatic differentiation)."""
     terms = gradient_terms(model, ids, target)
@@ -254,7 +255,7 @@ def compare_with_autodiff(model: AttentionClassifier, seqs, target: int = 1, bat
            "max_rel_review": 0.0, "max_rel_token": 0.0, "max_abs_diff_gxi": 0.0, "max_abs_gxi": 0.0}
     for _, ids in iter_batches(model, seqs, batch_size):
         auto, e = autodiff_gradient(model, ids, target, return_embeddings=True)
-        closed = gradient(model, ids, target)
+        closed = gradient_closed_form(model, ids, target)
         gxi = (auto * e).sum(-1)
         out["max_abs_diff_gxi"] = max(out["max_abs_diff_gxi"],
                                       (gxi - gradient_x_input(model, ids, target)).abs().max().item())

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import validate
-from ..checkpoint import Pretrained
+from ..textmodel import Pretrained
 from ..model import AttentionClassifier
 from .lime_chain import chain_gammas, solve_sigma
 from .lime_formula import lime_paper
@@ -55,7 +55,8 @@ from .lime_symbolic import symbolic_chain, symbolic_meanfield_wide
 from .lime_text import DEFAULT_KERNEL_WIDTH
 
 __all__ = ["EXPECTATION_METHODS", "Effects", "LAWS", "POSITIONS", "Tables", "conditional_effects",
-           "document_features", "lime_limit", "lime_limit_heads", "lime_limits_heads", "lime_paper",
+           "document_features", "lime_limit", "lime_limit_heads", "lime_limit_heads_by_width",
+           "lime_paper",
            "symbolic_chain", "symbolic_meanfield_wide", "tables", "text_inputs"]
 
 
@@ -101,7 +102,7 @@ def _word_sums(beta_tokens: np.ndarray, feats: list[np.ndarray]) -> np.ndarray:
     return np.stack([np.bincount(owner, row, len(feats)) for row in beta_tokens])
 
 
-def lime_limits_heads(model: AttentionClassifier | Pretrained, ids, kernel_widths, *,
+def lime_limit_heads_by_width(model: AttentionClassifier | Pretrained, ids, kernel_widths, *,
                       bow: bool = True, target: int = 1, features=None, law: str | None = None,
                       positions: str | None = None, method: str = "integral", n_nodes: int = 25,
                       lambda_step: float = 0.7, ksub: int = 1) -> dict[float, np.ndarray]:
@@ -144,9 +145,10 @@ def lime_limit_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool 
     """:func:`lime_limit` of each head's own output ``W_l^(i) v~^(i)``: (K, d). Their mean over
     heads is :func:`lime_limit` of ``f`` (LIME's limit is linear in the explained function)."""
     nu = validate.kernel_width(kernel_width, allow_inf=True)
-    return lime_limits_heads(model, ids, [nu], bow=bow, target=target, features=features,
-                             law=law, positions=positions, method=method, n_nodes=n_nodes,
-                             lambda_step=lambda_step, ksub=ksub)[nu]
+    return lime_limit_heads_by_width(model, ids, [nu], bow=bow, target=target,
+                                     features=features, law=law, positions=positions,
+                                     method=method, n_nodes=n_nodes, lambda_step=lambda_step,
+                                     ksub=ksub)[nu]
 
 
 def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
@@ -155,10 +157,10 @@ def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True
                n_nodes: int = 25, lambda_step: float = 0.7, ksub: int = 1) -> np.ndarray:
     """LIME's large-sample coefficients for the attention classifier (module docstring).
 
-    Inputs as :func:`attnxai.fastlime.explain`: ``lime_limit(pre, text)`` (a text in
+    Inputs as :func:`attnxai.fastlime.explain_instance`: ``lime_limit(pre, text)`` (a text in
     :func:`attnxai.normalize_for_lime` form) returns one coefficient per word of
-    ``fastlime.explain(pre, text).words``, in that order; ``lime_limit(pre.model, ids)`` one per
-    distinct id (out-of-vocabulary words share the UNK id: pass the text, or ``features``, a
+    ``fastlime.explain_instance(pre, text).words``, in that order; ``lime_limit(pre.model, ids)``
+    one per distinct id (out-of-vocabulary words share the UNK id: pass the text, or ``features``, a
     partition of positions 1..T-1).
 
     ``bow=True`` deletes words as lime does, ``bow=False`` replaces them by UNK in place.

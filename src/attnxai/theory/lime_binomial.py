@@ -81,18 +81,126 @@ replacement, whose effects are smooth in ``p``, is within about 1e-10 with 25.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
+from ..native import REASSOCIATE, jit
 from .lime_inputs import Tables, token_layout
-from .lime_kernels import _FAST, _jit, _table_entry, arena
+from .lime_kernels import _table_entry, named_arena
 from .lime_quadrature import lambda_rule_doubling
 
-__all__ = ["TAIL", "binomial_delete", "binomial_effects", "binomial_windows"]
+__all__ = ["BinomialHeads", "BinomialSettings", "TAIL", "WordLayout", "binomial_delete",
+           "binomial_effects", "binomial_windows"]
 
 #: A node of the lambda rule stops once ``E[exp(-lambda N / 2)] < TAIL * min(p, 1 - p)``: the
 #: rest of the rule adds less than ``2 TAIL`` times the largest output (module docstring).
 TAIL = 1e-16
+
+
+# ---------------------------------------------------------------------- what the kernel takes
+# Named tuples, as the chain's kernels take them (attnxai.theory.lime_kernels): their fields'
+# order is the order of the arrays in the call's arena.
+class BinomialSettings(NamedTuple):
+    """The settings of :func:`binomial_delete`: ``ksub`` (the lambda rule's nodes double every
+    ``ksub`` levels), ``tail`` (a node stops once the rest of its rule adds less than ``2 tail``
+    times the largest output; 0: never) and ``tol`` (a binomial window drops the terms below
+    ``tol`` times its mode)."""
+
+    ksub: int = 1
+    tail: float = TAIL
+    tol: float = 1e-14
+
+
+class WordLayout(NamedTuple):
+    """Where each token stands among the words (:func:`attnxai.theory.lime_inputs.token_layout`):
+    ``base[t]`` = 1 + earlier occurrences of its word (its position when no other word before it
+    is kept), ``n_other[t]`` tokens of other words before it, ``owner[t]`` its word, ``first[j]``
+    the 0-based token of word ``j``'s first occurrence. (n,) int64 each, ``first`` (d,)."""
+
+    base: np.ndarray
+    n_other: np.ndarray
+    owner: np.ndarray
+    first: np.ndarray
+
+
+class BinomialHeads(NamedTuple):
+    """Every head's terms, stacked: ``EA``, ``CW`` (K, n); ``EB``, ``EBR`` (K, n + 2); ``G0``,
+    ``H0`` (K,) (the denominator and numerator of [CLS]); each head's lambda rule ``LAM``,
+    ``WTS`` (K, max NL), its first ``NL[k]`` entries used (weights times ``exp(-lambda g0)``)."""
+
+    EA: np.ndarray
+    CW: np.ndarray
+    EB: np.ndarray
+    EBR: np.ndarray
+    G0: np.ndarray
+    H0: np.ndarray
+    LAM: np.ndarray
+    WTS: np.ndarray
+    NL: np.ndarray
+
+
+class _Head(NamedTuple):
+    """One head's terms as the kernel reads them (rows of :class:`BinomialHeads`)."""
+
+    ea: np.ndarray
+    cw: np.ndarray
+    eb: np.ndarray
+    ebr: np.ndarray
+    g0: float
+    h0: float
+    lam: np.ndarray
+    wts: np.ndarray
+
+
+class _Windows(NamedTuple):
+    """The binomial windows of every token at every node ``p`` (:func:`binomial_windows`)."""
+
+    nodes: np.ndarray      # (n_nodes,)
+    lo: np.ndarray         # (n_nodes, n) int64
+    length: np.ndarray
+    offset: np.ndarray
+    pmf: np.ndarray
+
+
+class _Out(NamedTuple):
+    """What the kernel adds to for one head: ``delta`` (n_nodes, d), ``phi`` (n_nodes,), and the
+    lambda levels each node evaluated, ``levels`` (n_nodes,) int64."""
+
+    delta: np.ndarray
+    phi: np.ndarray
+    levels: np.ndarray
+
+
+class _Work(NamedTuple):
+    """The kernel's buffers: the doubling table ``X`` (ksub, cells), the level's tables ``ET``,
+    ``EHT`` (cells), per token ``logE`` .. ``rz1`` and ``a0`` .. ``b1`` (n,), per word ``KE`` ..
+    ``ratio`` and ``oa0`` .. ``ob1`` (d,), per node ``alive`` (int64) and ``past``
+    (ksub, n_nodes)."""
+
+    X: np.ndarray
+    ET: np.ndarray
+    EHT: np.ndarray
+    logE: np.ndarray
+    rat: np.ndarray
+    dE0: np.ndarray
+    dE1: np.ndarray
+    rz0: np.ndarray
+    rz1: np.ndarray
+    KE: np.ndarray
+    KH: np.ndarray
+    Lw: np.ndarray
+    ratio: np.ndarray
+    a0: np.ndarray
+    a1: np.ndarray
+    b0: np.ndarray
+    b1: np.ndarray
+    oa0: np.ndarray
+    oa1: np.ndarray
+    ob0: np.ndarray
+    ob1: np.ndarray
+    alive: np.ndarray
+    past: np.ndarray
 
 
 def binomial_effects(tb: Tables, feats: list[np.ndarray], nodes: np.ndarray, ksub: int = 1,
@@ -129,15 +237,16 @@ def binomial_effects(tb: Tables, feats: list[np.ndarray], nodes: np.ndarray, ksu
         WTS[k, :r.lam.size] = r.with_offset(G0[k])
     delta = np.zeros((K, nodes.size, d))
     phi = np.zeros((K, nodes.size))
-    evaluated = binomial_delete(EA, np.ascontiguousarray(tb.c_tok[:, 1:]), 1 + o, n_other, owner,
-                                first, EB, EBR, G0, H0, nodes, LAM, WTS, NL, ksub, delta, phi,
-                                tail=tail)
+    heads = BinomialHeads(EA, np.ascontiguousarray(tb.c_tok[:, 1:]), EB, EBR, G0, H0, LAM, WTS,
+                          NL)
+    evaluated = binomial_delete(heads, WordLayout(1 + o, n_other, owner, first), nodes,
+                                BinomialSettings(ksub=ksub, tail=tail), delta, phi)
     if counts is not None:
         counts[...] = evaluated
     return delta, phi
 
 
-@_jit()
+@jit()
 def binomial_windows(n_other, nodes, tol, lo, length, offset, pmf):
     """The law ``Binomial(n_other[t] - 1, nodes[i])`` of the kept tokens of other words before
     token ``t`` but one, on its window of mass ``>= 1 - tol``-ish (terms below ``tol`` times the
@@ -196,11 +305,8 @@ def binomial_windows(n_other, nodes, tol, lo, length, offset, pmf):
     return pos
 
 
-@_jit(_FAST)
-def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes, wlo, wlen,
-                     woff, pmf, lam, wts, ksub, delta, phi, X, ET, EHT, logE, rat, dE0, dE1,
-                     rz0, rz1, KE, KH, Lw, ratio, a0, a1, b0, b1, oa0, oa1, ob0, ob1, alive,
-                     past, tail, levels):
+@jit(REASSOCIATE)
+def _binomial_delete(head, layout, windows, settings, out, work):
     """Deletion with every word kept independently with probability ``p`` and each kept token at
     ``1 + o_t + B_t``, ``B_t ~ Binomial(n_t, p)`` independent across tokens; keeping word j moves
     every later token of another word one position further (one position per word). Adds
@@ -210,7 +316,20 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes
     A node stops once ``E[exp(-lambda N / 2)] < tail * min(p, 1 - p)`` (``past`` keeps the value
     of ``E[exp(-lambda N)]`` at the last ``ksub`` levels): every later node of the rule then adds
     less than ``2 tail`` times the largest output to ``delta`` and ``phi`` (module docstring).
-    ``levels[i]``: the number of lambda levels node ``i`` evaluated."""
+    ``levels[i]``: the number of lambda levels node ``i`` evaluated. Arguments: :class:`_Head`,
+    :class:`WordLayout`, :class:`_Windows`, :class:`BinomialSettings`, :class:`_Out`,
+    :class:`_Work`."""
+    ea, cw, eb, ebr, g0, h0 = head.ea, head.cw, head.eb, head.ebr, head.g0, head.h0
+    lam, wts = head.lam, head.wts
+    base, owner, first = layout.base, layout.owner, layout.first
+    nodes, wlo, wlen, woff, pmf = (windows.nodes, windows.lo, windows.length, windows.offset,
+                                   windows.pmf)
+    ksub, tail = settings.ksub, settings.tail
+    delta, phi, levels = out.delta, out.phi, out.levels
+    X, ET, EHT, logE, rat = work.X, work.ET, work.EHT, work.logE, work.rat
+    dE0, dE1, rz0, rz1, KE, KH = work.dE0, work.dE1, work.rz0, work.rz1, work.KE, work.KH
+    Lw, ratio, a0, a1, b0, b1 = work.Lw, work.ratio, work.a0, work.a1, work.b0, work.b1
+    oa0, oa1, ob0, ob1, alive, past = work.oa0, work.oa1, work.ob0, work.ob1, work.alive, work.past
     n = ea.shape[0]
     d = KE.shape[0]
     for i in range(nodes.shape[0]):
@@ -361,39 +480,51 @@ def _binomial_delete(ea, cw, base, n_other, owner, first, eb, ebr, g0, h0, nodes
                 delta[i, j] += w * (on - off)
 
 
-def binomial_delete(EA, CW, base, n_other, owner, first, EB, EBR, G0, H0, nodes, LAM, WTS, NL,
-                    ksub, delta, phi, tol=1e-14, tail=TAIL) -> np.ndarray:
+def binomial_delete(heads: BinomialHeads, layout: WordLayout, nodes: np.ndarray,
+                    settings: BinomialSettings, delta: np.ndarray, phi: np.ndarray) -> np.ndarray:
     """:func:`_binomial_delete` (docstring there) for every head, on one arena per call
     (:func:`attnxai.theory.lime_kernels.arena`: fixed relative addresses, the same bits every
-    call); the binomial windows are computed once for all heads, and the heads are called one by
-    one from here (why not from a compiled loop: :mod:`attnxai.theory.lime_kernels`). Stacked
-    inputs: ``EA``, ``CW`` (K, n), ``EB``, ``EBR`` (K, n + 2), ``G0``, ``H0``, ``NL`` (K,),
-    ``LAM``, ``WTS`` (K, max NL); adds to ``delta`` (K, n_nodes, d) and ``phi`` (K, n_nodes).
-    Returns the number of lambda levels evaluated per head and node (K, n_nodes)."""
-    n, d = EA.shape[1], delta.shape[2]
+    call); the binomial windows at ``nodes`` (n_nodes,) are computed once for all heads, and the
+    heads are called one by one from here (why not from a compiled loop:
+    :mod:`attnxai.theory.lime_kernels`). Adds to ``delta`` (K, n_nodes, d) and ``phi``
+    (K, n_nodes). Returns the number of lambda levels evaluated per head and node (K, n_nodes)."""
+    K, n = heads.EA.shape
+    d = delta.shape[2]
     f, i8 = np.float64, np.int64
-    n_other = np.ascontiguousarray(n_other, dtype=i8)
+    n_other = np.ascontiguousarray(layout.n_other, dtype=i8)
     nodes_ = np.asarray(nodes, f)
     lo = np.zeros((nodes_.size, n), dtype=i8)
     length, offset = np.zeros_like(lo), np.zeros_like(lo)
     pmf = np.empty(max(int(nodes_.size * (n_other.sum() + 2 * n)), 1))
-    used = binomial_windows(n_other, nodes_, tol, lo, length, offset, pmf)
+    used = binomial_windows(n_other, nodes_, settings.tol, lo, length, offset, pmf)
     cells = n * (n + 3) // 2 + 1
-    v = arena(np.asarray(EA, f), np.asarray(CW, f), np.asarray(base, i8), n_other,
-              np.asarray(owner, i8), np.asarray(first, i8), np.asarray(EB, f), np.asarray(EBR, f),
-              np.asarray(G0, f), np.asarray(H0, f), nodes_, lo, length, offset, pmf[:max(used, 1)],
-              np.asarray(LAM, f), np.asarray(WTS, f), np.asarray(NL, i8),
-              np.asarray(delta, f), np.asarray(phi, f), ((int(ksub), cells), f), (cells, f),
-              (cells, f), *[(n, f)] * 6, *[(d, f)] * 4, *[(n, f)] * 4, *[(d, f)] * 4,
-              (nodes_.size, i8), ((int(ksub), nodes_.size), f), ((EA.shape[0], nodes_.size), i8))
-    (EA_, CW_, base_, n_other_, owner_, first_, EB_, EBR_, G0_, H0_, nodes_v, lo_, len_, off_,
-     pmf_, LAM_, WTS_, NL_, delta_, phi_), work, counts = v[:20], v[20:-1], v[-1]
-    for k in range(EA_.shape[0]):
-        nl = int(NL_[k])
-        _binomial_delete(EA_[k], CW_[k], base_, n_other_, owner_, first_, EB_[k], EBR_[k],
-                         float(G0_[k]), float(H0_[k]), nodes_v, lo_, len_, off_, pmf_,
-                         LAM_[k, :nl], WTS_[k, :nl], int(ksub), delta_[k], phi_[k], *work,
-                         float(tail), counts[k])
-    delta[...] = v[18]
-    phi[...] = v[19]
-    return v[-1].copy()
+    ksub = int(settings.ksub)
+    per_token = {name: (n, f) for name in ("logE", "rat", "dE0", "dE1", "rz0", "rz1")}
+    v = named_arena({
+        "EA": np.asarray(heads.EA, f), "CW": np.asarray(heads.CW, f),
+        "base": np.asarray(layout.base, i8), "n_other": n_other,
+        "owner": np.asarray(layout.owner, i8), "first": np.asarray(layout.first, i8),
+        "EB": np.asarray(heads.EB, f), "EBR": np.asarray(heads.EBR, f),
+        "G0": np.asarray(heads.G0, f), "H0": np.asarray(heads.H0, f), "nodes": nodes_,
+        "lo": lo, "length": length, "offset": offset, "pmf": pmf[:max(used, 1)],
+        "LAM": np.asarray(heads.LAM, f), "WTS": np.asarray(heads.WTS, f),
+        "NL": np.asarray(heads.NL, i8), "delta": np.asarray(delta, f), "phi": np.asarray(phi, f),
+        "X": ((ksub, cells), f), "ET": (cells, f), "EHT": (cells, f), **per_token,
+        **{name: (d, f) for name in ("KE", "KH", "Lw", "ratio")},
+        **{name: (n, f) for name in ("a0", "a1", "b0", "b1")},
+        **{name: (d, f) for name in ("oa0", "oa1", "ob0", "ob1")},
+        "alive": (nodes_.size, i8), "past": ((ksub, nodes_.size), f),
+        "levels": ((K, nodes_.size), i8)})
+    layout_ = WordLayout(v["base"], v["n_other"], v["owner"], v["first"])
+    windows = _Windows(v["nodes"], v["lo"], v["length"], v["offset"], v["pmf"])
+    work = _Work(**{name: v[name] for name in _Work._fields})
+    rule = BinomialSettings(ksub=ksub, tail=float(settings.tail), tol=float(settings.tol))
+    for k in range(K):
+        nl = int(v["NL"][k])
+        head = _Head(v["EA"][k], v["CW"][k], v["EB"][k], v["EBR"][k], float(v["G0"][k]),
+                     float(v["H0"][k]), v["LAM"][k, :nl], v["WTS"][k, :nl])
+        _binomial_delete(head, layout_, windows, rule,
+                         _Out(v["delta"][k], v["phi"][k], v["levels"][k]), work)
+    delta[...] = v["delta"]
+    phi[...] = v["phi"]
+    return v["levels"].copy()

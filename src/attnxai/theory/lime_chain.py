@@ -42,7 +42,7 @@ import numpy as np
 
 from ..threads import one_blas_thread
 from .lime_inputs import Tables, feature_owner
-from .lime_kernels import chain_delete, chain_replace
+from .lime_kernels import ChainLaw, DeleteTerms, ReplaceTerms, chain_delete, chain_replace
 from .lime_quadrature import lambda_rule_doubling, lambda_rule_profile
 from .lime_text import SIGMA_RTOL, moments, removal_law
 
@@ -77,6 +77,11 @@ def delete_terms(tb: Tables, k: int) -> dict:
     best = np.maximum.accumulate(eb[1:])               # max over positions 1..t
     return {"ea": ea, "cw": np.ascontiguousarray(tb.c_tok[k, 1:]), "eb": eb, "ebr": ebr,
             "g0": g0, "h0": h0, "n_min": g0, "n_max": g0 + float(np.sum(ea * best))}
+
+
+def _delete(tm: dict) -> DeleteTerms:
+    """The kernel's :class:`~attnxai.theory.lime_kernels.DeleteTerms` of :func:`delete_terms`."""
+    return DeleteTerms(tm["ea"], tm["cw"], tm["eb"], tm["ebr"], tm["h0"])
 
 
 def replace_terms(tb: Tables, feats: list[np.ndarray], k: int) -> dict:
@@ -123,14 +128,16 @@ def chain_gammas(tb: Tables, feats: list[np.ndarray], removal: str, kernel_width
             if removal == "delete":
                 tm = delete_terms(tb, k)
                 rule = lambda_rule_doubling(tm["n_min"], tm["n_max"], ksub)
-                chain_delete(tm["ea"], tm["cw"], tm["eb"], tm["ebr"], tm["h0"], omega, -1.0,
-                             rule.lam, rule.with_offset(tm["g0"]), rule.ksub, out[k], dummy)
+                chain_delete(_delete(tm), ChainLaw(omega, -1.0, rule.lam,
+                                                   rule.with_offset(tm["g0"]), rule.ksub),
+                             out[k], dummy)
             else:
                 tm = replace_terms(tb, feats, k)
                 rule = (lambda_rule_profile(tm["n_min"], tm["n_max"], lambda_step)
                         if lambda_step else lambda_rule_doubling(tm["n_min"], tm["n_max"], ksub))
-                chain_replace(tm["gk"], tm["hk"], tm["gr"], tm["hr"], tm["h0"], omega, -1.0,
-                              rule.lam, rule.with_offset(tm["g0"]), out[k], dummy)
+                chain_replace(ReplaceTerms(tm["gk"], tm["hk"], tm["gr"], tm["hr"], tm["h0"]),
+                              ChainLaw(omega, -1.0, rule.lam, rule.with_offset(tm["g0"])),
+                              out[k], dummy)
     return out
 
 
@@ -171,8 +178,8 @@ def chain_profile(tb: Tables, nodes: np.ndarray, ksub: int = 1) -> tuple[np.ndar
             wts = rule.with_offset(tm["g0"])
             for i, p in enumerate(nodes):
                 on, off = np.zeros(n + 1), np.zeros(n + 1)
-                chain_delete(tm["ea"], tm["cw"], tm["eb"], tm["ebr"], tm["h0"], ones,
-                             float(min(max(p, 0.0), 1.0)), rule.lam, wts, rule.ksub, on, off)
+                chain_delete(_delete(tm), ChainLaw(ones, float(min(max(p, 0.0), 1.0)), rule.lam,
+                                                   wts, rule.ksub), on, off)
                 delta[k, i] = on[1:] - off[1:]
                 phi[k, i] = on[0]
     return delta, phi

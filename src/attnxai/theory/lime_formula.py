@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..checkpoint import Pretrained
+from ..textmodel import Pretrained
 from ..model import AttentionClassifier
 from .lime_inputs import resolve, tables
 

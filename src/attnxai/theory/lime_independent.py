@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..native import jit
 from ..threads import one_blas_thread
 from .lime_binomial import binomial_effects
 from .lime_chain import chain_profile, replace_terms
 from .lime_inputs import Tables, token_layout
-from .lime_kernels import _jit, bernoulli_sums
+from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums
 from .lime_quadrature import ProfileWeights, lambda_rule_profile
 from .lime_text import RemovalLaw
 
@@ -66,7 +67,7 @@ def _feature_sums(values: np.ndarray, owner: np.ndarray, d: int) -> np.ndarray:
     return np.bincount(owner, values, d)
 
 
-@_jit()
+@jit()
 def _binomial_means(eb, ebr, base, n_other, p, EB, EBR):
     """``EB[k, t] = E[eb[k, base[t] + B]]`` and ``EBR[k, t]`` likewise for every head ``k``,
     ``B ~ Binomial(n_other[t], p)`` (rows of Pascal's triangle in probability, built once up to
@@ -163,8 +164,9 @@ def profile_effects(tb: Tables, feats: list[np.ndarray], removal: str, pw: Profi
                         delta[k, i], phi[k, i] = _meanfield(gk, hk, gr, hr, g0, h0, p)
                     continue
                 rule = lambda_rule_profile(tm["n_min"], tm["n_max"], lambda_step)
-                bernoulli_sums(gk[None], hk[None], gr, hr, h0, nodes, rule.lam,
-                               rule.with_offset(g0), delta[k], phi[k])
+                bernoulli_sums(BernoulliTerms(gk[None], hk[None], gr, hr, h0),
+                               ProfileNodes(nodes, rule.lam, rule.with_offset(g0)),
+                               delta[k], phi[k])
                 continue
             zeros = np.zeros(d)
             g0, h0 = float(g0s[k]), float(h0s[k])
@@ -174,6 +176,6 @@ def profile_effects(tb: Tables, feats: list[np.ndarray], removal: str, pw: Profi
                 continue
             # every configuration's N lies between g0 (all removed) and all kept at the max
             rule = lambda_rule_profile(g0, g0 + float(G[k].max(0).sum()), lambda_step)
-            bernoulli_sums(G[k], Hs[k], zeros, zeros, h0, nodes, rule.lam, rule.with_offset(g0),
-                           delta[k], phi[k])
+            bernoulli_sums(BernoulliTerms(G[k], Hs[k], zeros, zeros, h0),
+                           ProfileNodes(nodes, rule.lam, rule.with_offset(g0)), delta[k], phi[k])
     return delta, phi

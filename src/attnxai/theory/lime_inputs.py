@@ -2,8 +2,8 @@
 tables (:class:`attnxai.network.DocumentTables`, seen heads first).
 
 Every closed form of :mod:`attnxai.theory.lime_attention` takes its inputs as
-:func:`attnxai.fastlime.explain` does (a :class:`~attnxai.checkpoint.Pretrained` and a text in
-:func:`attnxai.normalize_for_lime` form, or the model and the document's ids) and goes through
+:func:`attnxai.fastlime.explain_instance` does (a :class:`~attnxai.textmodel.Pretrained` and a text
+in :func:`attnxai.normalize_for_lime` form, or the model and the document's ids) and goes through
 :func:`resolve` and :func:`tables`, so that the checks (types, [CLS], padding, finite weights) are
 made once, here.
 """
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .. import validate
-from ..checkpoint import Pretrained
+from ..textmodel import Pretrained
 from ..fastlime import is_normalized, lime_features
 from ..model import AttentionClassifier
 from ..network import Projections
@@ -153,9 +153,9 @@ def text_inputs(pre: Pretrained, text: str, bow: bool = True) -> tuple[np.ndarra
 
 def resolve(model, ids, bow: bool, features) -> tuple[AttentionClassifier, np.ndarray,
                                                      list[np.ndarray]]:
-    """``(model, ids, features)`` from what :func:`attnxai.fastlime.explain` takes: a
-    :class:`~attnxai.checkpoint.Pretrained` and a text (features = lime's words, so coefficients
-    align with ``fastlime.explain(pre, text).words``), or the model and the document's ids
+    """``(model, ids, features)`` from what :func:`attnxai.fastlime.explain_instance` takes: a
+    :class:`~attnxai.textmodel.Pretrained` and a text (features = lime's words, so coefficients
+    align with ``fastlime.explain_instance(pre, text).words``), or the model and the document's ids
     (features = the distinct ids, or ``features``)."""
     if isinstance(ids, str):
         if not isinstance(model, Pretrained):

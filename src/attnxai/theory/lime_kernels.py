@@ -1,4 +1,4 @@
-"""Compiled loops of the LIME closed forms (numba ``@njit(cache=True)``; plain Python without
+"""Compiled loops of the LIME closed forms (:func:`attnxai.native.jit`; plain Python without
 numba, same numbers, much slower).
 
 Three loops cannot be vectorised with numpy without tables of size ``T^2 x (lambda nodes)``:
@@ -12,8 +12,9 @@ Three loops cannot be vectorised with numpy without tables of size ``T^2 x (lamb
 
 **Reproducibility.** Every sum is a loop in a fixed order (no BLAS, no threads), so a call
 returns the same bits every time in a process and across processes on one machine. The loops are
-compiled with ``fastmath={"reassoc", "contract", "nsz", "arcp"}`` (never ``nnan``/``ninf``), which
-lets LLVM vectorise the reductions: the order it picks is fixed at compile time. The kernels are
+compiled with ``fastmath=REASSOCIATE`` (``reassoc``, ``contract``, ``nsz``, ``arcp``; never
+``nnan``/``ninf``), which lets LLVM vectorise the reductions: the order it picks is fixed at
+compile time. The kernels are
 called from Python, never from another compiled function: a compiled loop that called the
 binomial kernel ran code with other rounding when numba loaded it from its cache than when it had
 just compiled it (1e-16), so a rerun on a warm cache did not reproduce a fresh one
@@ -36,31 +37,134 @@ from __future__ import annotations
 
 import math
 
+from typing import NamedTuple
+
 import numpy as np
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; the loops still run, slowly
-    numba = None
+from ..native import REASSOCIATE, jit
 
-__all__ = ["aligned", "aligned_empty", "arena", "bernoulli_sums", "chain_delete",
-           "chain_replace", "fold_profile"]
-
-_FAST = {"reassoc", "contract", "nsz", "arcp"}
+__all__ = ["BernoulliTerms", "ChainLaw", "DeleteTerms", "ProfileNodes", "ReplaceTerms", "aligned",
+           "aligned_empty", "arena", "bernoulli_sums", "chain_delete", "chain_replace",
+           "fold_profile", "named_arena"]
 
 
-def _jit(fastmath=False):
-    def deco(fn):
-        if numba is None:
-            return fn
-        try:
-            return numba.njit(cache=True, fastmath=fastmath)(fn)
-        except RuntimeError:   # no writable cache location: compile per process
-            return numba.njit(fastmath=fastmath)(fn)
-    return deco
+# ---------------------------------------------------------------------- what the kernels take
+# The compiled loops take their inputs as named tuples (numba compiles a field access to a plain
+# load), so that a call names every array: the terms of one head, the law and rule (the
+# settings), the outputs and the work buffers. The fields' order is the order of the arrays in
+# the call's arena (below): it fixes their relative addresses, hence the code path and the bits.
+class DeleteTerms(NamedTuple):
+    """One head's terms for deletion (:func:`attnxai.theory.lime_chain.delete_terms`): token ``t``
+    (1..n) kept at position ``q`` adds ``ea[t-1] * eb[q]`` to the denominator and that times
+    ``cw[t-1]`` plus ``ea[t-1] * ebr[q]`` to the numerator; ``h0``: the numerator of [CLS]."""
+
+    ea: np.ndarray     # (n,)
+    cw: np.ndarray     # (n,)
+    eb: np.ndarray     # (n + 1,), eb[0] = 0
+    ebr: np.ndarray    # (n + 1,)
+    h0: float
 
 
-@_jit()
+class ReplaceTerms(NamedTuple):
+    """One head's terms for replacement (:func:`attnxai.theory.lime_chain.replace_terms`): feature
+    ``t`` adds ``(gk, hk)[t-1]`` to (denominator, numerator) when kept, ``(gr, hr)[t-1]`` when
+    replaced by UNK; ``h0``: the numerator of [CLS]."""
+
+    gk: np.ndarray     # (d,)
+    hk: np.ndarray
+    gr: np.ndarray
+    hr: np.ndarray
+    h0: float
+
+
+class ChainLaw(NamedTuple):
+    """The settings of one run of a chain: the law of the kept set and the rule in ``lambda``.
+
+    ``p < 0``: lime's law, the kept set of size ``m`` with weight ``omega[m]`` ((n + 1,)) and
+    uniform given ``m``; ``0 <= p <= 1``: every token (feature) kept independently with
+    probability ``p`` (``omega`` all ones). ``lam`` (L,) and ``wts`` (L,): the nodes and weights
+    (times ``exp(-lambda g0)``) of ``E[M/N] = sum_l wts[l] E[M exp(-lambda_l (N - g0))]``;
+    deletion's nodes double every ``ksub`` (replacement ignores ``ksub``)."""
+
+    omega: np.ndarray
+    p: float
+    lam: np.ndarray
+    wts: np.ndarray
+    ksub: int = 1
+
+
+class ChainOut(NamedTuple):
+    """What a chain adds to: ``on[0]`` the mean output, ``on[t]`` / ``off[t]`` with feature ``t``
+    kept / removed ((n + 1,) each; ``off`` only under independent removal)."""
+
+    on: np.ndarray
+    off: np.ndarray
+
+
+class DeleteWork(NamedTuple):
+    """Deletion's buffers: ``X`` the doubling table (ksub, n (n + 1) / 2), ``A``, ``AM`` the
+    forward rows ((n + 1) (n + 2) / 2), ``beta``, ``betaM`` the backward row (n + 1,)."""
+
+    X: np.ndarray
+    A: np.ndarray
+    AM: np.ndarray
+    beta: np.ndarray
+    betaM: np.ndarray
+
+
+class ReplaceWork(NamedTuple):
+    """Replacement's buffers: the forward rows ``A``, ``AM``, the backward row ``beta``,
+    ``betaM`` and one level's exponentials ``EK``, ``ER`` (d,)."""
+
+    A: np.ndarray
+    AM: np.ndarray
+    beta: np.ndarray
+    betaM: np.ndarray
+    EK: np.ndarray
+    ER: np.ndarray
+
+
+class BernoulliTerms(NamedTuple):
+    """Independent removal at fixed positions: feature ``j`` adds ``(FGk, FHk)[i, j]`` when kept
+    (one row per node ``i``, or a single row when it does not depend on the node) and
+    ``(FGr, FHr)[j]`` when removed; ``h0``: the numerator of [CLS]."""
+
+    FGk: np.ndarray    # (1 or n_nodes, d)
+    FHk: np.ndarray
+    FGr: np.ndarray    # (d,)
+    FHr: np.ndarray
+    h0: float
+
+
+class ProfileNodes(NamedTuple):
+    """The settings of a profile computation: the nodes ``p`` (n_nodes,) and the rule in
+    ``lambda`` (``lam``, ``wts``: (L,) each, weights times ``exp(-lambda g0)``)."""
+
+    nodes: np.ndarray
+    lam: np.ndarray
+    wts: np.ndarray
+
+
+class ProfileOut(NamedTuple):
+    """What a profile computation adds to: ``delta`` (n_nodes, d) and ``phi`` (n_nodes,)."""
+
+    delta: np.ndarray
+    phi: np.ndarray
+
+
+class BernoulliWork(NamedTuple):
+    """The per-feature buffers of :func:`bernoulli_sums` ((d,) each)."""
+
+    KE: np.ndarray
+    KH: np.ndarray
+    RE: np.ndarray
+    RH: np.ndarray
+    inv: np.ndarray
+    rat: np.ndarray
+    Lv: np.ndarray
+
+
+@jit()
 def _one_minus_exp(x):
     """``1 - exp(-x)`` for ``x >= 0`` to full relative precision."""
     if x < 1e-3:
@@ -68,7 +172,7 @@ def _one_minus_exp(x):
     return -math.expm1(-x)
 
 
-@_jit()
+@jit()
 def _table_entry(x):
     """The doubling table's entry for ``exp(-x)``: ``W = 1 - exp(-x) >= 0`` while
     ``exp(-x) > 1/2``, else ``-exp(-x)`` (at most ``-1e-300``, never ``-0.0``, which would read
@@ -78,9 +182,10 @@ def _table_entry(x):
     return -max(math.exp(-x), 1e-300)
 
 
-@_jit(_FAST)
-def _chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off, X, A, AM, beta, betaM):
-    """Deletion: the chain over the tokens whose state is the number ``c`` of tokens kept so far.
+@jit(REASSOCIATE)
+def _chain_delete(terms, law, out, work):
+    """Deletion: the chain over the tokens whose state is the number ``c`` of tokens kept so far
+    (:class:`DeleteTerms`, :class:`ChainLaw`, :class:`ChainOut`, :class:`DeleteWork`).
 
     Token ``t`` (1..n) kept after ``c`` kept tokens sits at position ``q = c + 1`` and adds
     ``G = ea[t-1] * eb[q]`` to the denominator and ``G * cw[t-1] + ea[t-1] * ebr[q]`` to the
@@ -95,6 +200,10 @@ def _chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off, X, A, 
     (pass ``omega = 1``); adds ``E[f]`` to ``on[0]``, ``E[f | z_t = 1]`` to ``on[t]`` and
     ``E[f | z_t = 0]`` to ``off[t]``.
     """
+    ea, cw, eb, ebr, h0 = terms.ea, terms.cw, terms.eb, terms.ebr, terms.h0
+    omega, p, lam, wts, ksub = law.omega, law.p, law.lam, law.wts, law.ksub
+    on, off = out.on, out.off
+    X, A, AM, beta, betaM = work.X, work.A, work.AM, work.beta, work.betaM
     n = ea.shape[0]
     nlam = lam.shape[0]
     lime = p < 0.0
@@ -205,12 +314,17 @@ def _chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off, X, A, 
             on[t] += w * acc
 
 
-@_jit(_FAST)
-def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta, betaM, EK, ER):
+@jit(REASSOCIATE)
+def _chain_replace(terms, law, out, work):
     """Replacement: the chain over the features (positions do not move), state ``c`` = features
-    kept so far. Feature ``t`` adds ``(gk, hk)[t-1]`` to (denominator, numerator) when kept and
-    ``(gr, hr)[t-1]`` when replaced by UNK. Same laws, nodes and outputs as :func:`chain_delete`
-    (here the exponentials are two per feature and node)."""
+    kept so far (:class:`ReplaceTerms`, :class:`ChainLaw`, :class:`ChainOut`,
+    :class:`ReplaceWork`). Feature ``t`` adds ``(gk, hk)[t-1]`` to (denominator, numerator) when
+    kept and ``(gr, hr)[t-1]`` when replaced by UNK. Same laws, nodes and outputs as
+    :func:`_chain_delete` (here the exponentials are two per feature and node)."""
+    gk, hk, gr, hr, h0 = terms.gk, terms.hk, terms.gr, terms.hr, terms.h0
+    omega, p, lam, wts = law.omega, law.p, law.lam, law.wts
+    on, off = out.on, out.off
+    A, AM, beta, betaM, EK, ER = work.A, work.AM, work.beta, work.betaM, work.EK, work.ER
     n = gk.shape[0]
     nlam = lam.shape[0]
     lime = p < 0.0
@@ -288,9 +402,8 @@ def _chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off, A, AM, beta,
                 off[t] += w * acc_off
 
 
-@_jit(_FAST)
-def _bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi, KE, KH, RE, RH, inv,
-                    rat, Lv):
+@jit(REASSOCIATE)
+def _bernoulli_sums(terms, rule, out, work):
     """Independent removal (every feature kept with probability p, features independent): at
     each node ``p = nodes[i]``, ``delta[i, j] = E[f | z_j = 1] - E[f | z_j = 0]`` and
     ``phi[i] = E[f]`` for one head, ``f = M/N``, by ``E[M/N] = sum_l wts[l] E[M exp(-lambda_l
@@ -300,8 +413,14 @@ def _bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi, KE, KH,
     on the node) and ``(FGr, FHr)[j]`` when removed. Each factor
     ``L_j = max(p exp(-lambda FGk) + (1 - p) exp(-lambda FGr), 1e-300)``; the product over features
     is carried as a mantissa and a power of 1e-200 (a log per (p, lambda), not per feature).
-    Adds to ``delta`` and ``phi``.
+    Adds to ``delta`` and ``phi`` (:class:`BernoulliTerms`, :class:`ProfileNodes`,
+    :class:`ProfileOut`, :class:`BernoulliWork`).
     """
+    FGk, FHk, FGr, FHr, h0 = terms.FGk, terms.FHk, terms.FGr, terms.FHr, terms.h0
+    nodes, lam, wts = rule.nodes, rule.lam, rule.wts
+    delta, phi = out.delta, out.phi
+    KE, KH, RE, RH = work.KE, work.KH, work.RE, work.RH
+    inv, rat, Lv = work.inv, work.rat, work.Lv
     n_p = nodes.shape[0]
     d = FGr.shape[0]
     per_node = FGk.shape[0] > 1
@@ -346,7 +465,7 @@ def _bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi, KE, KH,
                     delta[i, j] += w * q * ((KE[j] - RE[j]) * s + (KH[j] - RH[j]))
 
 
-@_jit()
+@jit()
 def fold_profile(delta, phi, U, V, out):
     """``out[k, j] = sum_i U[i] (delta[k, i, j] - mean_j delta[k, i, :]) + sum_i V[i] phi[k, i] / d``
     (the profile form of LIME's limit, :func:`attnxai.theory.lime_text.beta_from_effects`, with
@@ -427,43 +546,70 @@ def arena(*specs) -> list[np.ndarray]:
     return out
 
 
-def chain_delete(ea, cw, eb, ebr, h0, omega, p, lam, wts, ksub, on, off):
-    """:func:`_chain_delete` (docstring there) on one arena per call; adds to ``on`` and
-    ``off``."""
-    n = len(ea)
+def named_arena(specs: dict[str, object]) -> dict[str, np.ndarray]:
+    """:func:`arena` with a name for every array: ``{name: view}`` in the order of ``specs``."""
+    return dict(zip(specs, arena(*specs.values())))
+
+
+def _views(cls, views: dict[str, np.ndarray], **scalars):
+    """The named tuple ``cls`` from arena views and scalars, by field name."""
+    return cls(**{f: scalars[f] if f in scalars else views[f] for f in cls._fields})
+
+
+def chain_delete(terms: DeleteTerms, law: ChainLaw, on: np.ndarray, off: np.ndarray) -> None:
+    """:func:`_chain_delete` (docstring there) on one arena per call; adds to ``on`` and ``off``
+    ((n + 1,) each)."""
+    n = len(terms.ea)
     f = np.float64
-    v = arena(np.asarray(ea, f), np.asarray(cw, f), np.asarray(eb, f), np.asarray(ebr, f),
-              np.asarray(omega, f), np.asarray(lam, f), np.asarray(wts, f),
-              np.asarray(on, f), np.asarray(off, f), ((int(ksub), n * (n + 1) // 2), f),
-              ((n + 1) * (n + 2) // 2, f), ((n + 1) * (n + 2) // 2, f), (n + 1, f), (n + 1, f))
-    _chain_delete(v[0], v[1], v[2], v[3], float(h0), v[4], float(p), v[5], v[6], int(ksub),
-                  v[7], v[8], *v[9:])
-    on[...] = v[7]
-    off[...] = v[8]
+    tri, rows = n * (n + 1) // 2, (n + 1) * (n + 2) // 2
+    v = named_arena({
+        "ea": np.asarray(terms.ea, f), "cw": np.asarray(terms.cw, f),
+        "eb": np.asarray(terms.eb, f), "ebr": np.asarray(terms.ebr, f),
+        "omega": np.asarray(law.omega, f), "lam": np.asarray(law.lam, f),
+        "wts": np.asarray(law.wts, f), "on": np.asarray(on, f), "off": np.asarray(off, f),
+        "X": ((int(law.ksub), tri), f), "A": (rows, f), "AM": (rows, f), "beta": (n + 1, f),
+        "betaM": (n + 1, f)})
+    _chain_delete(_views(DeleteTerms, v, h0=float(terms.h0)),
+                  _views(ChainLaw, v, p=float(law.p), ksub=int(law.ksub)),
+                  _views(ChainOut, v), _views(DeleteWork, v))
+    on[...] = v["on"]
+    off[...] = v["off"]
 
 
-def chain_replace(gk, hk, gr, hr, h0, omega, p, lam, wts, on, off):
-    """:func:`_chain_replace` (docstring there) on one arena per call."""
-    n = len(gk)
+def chain_replace(terms: ReplaceTerms, law: ChainLaw, on: np.ndarray, off: np.ndarray) -> None:
+    """:func:`_chain_replace` (docstring there) on one arena per call; adds to ``on`` and
+    ``off`` ((d + 1,) each)."""
+    n = len(terms.gk)
     f = np.float64
-    v = arena(*(np.asarray(x, f) for x in (gk, hk, gr, hr, omega, lam, wts, on, off)),
-              ((n + 1) * (n + 2) // 2, f), ((n + 1) * (n + 2) // 2, f), (n + 1, f), (n + 1, f),
-              (n, f), (n, f))
-    _chain_replace(v[0], v[1], v[2], v[3], float(h0), v[4], float(p), v[5], v[6], v[7], v[8],
-                   *v[9:])
-    on[...] = v[7]
-    off[...] = v[8]
+    rows = (n + 1) * (n + 2) // 2
+    v = named_arena({
+        "gk": np.asarray(terms.gk, f), "hk": np.asarray(terms.hk, f),
+        "gr": np.asarray(terms.gr, f), "hr": np.asarray(terms.hr, f),
+        "omega": np.asarray(law.omega, f), "lam": np.asarray(law.lam, f),
+        "wts": np.asarray(law.wts, f), "on": np.asarray(on, f), "off": np.asarray(off, f),
+        "A": (rows, f), "AM": (rows, f), "beta": (n + 1, f), "betaM": (n + 1, f),
+        "EK": (n, f), "ER": (n, f)})
+    _chain_replace(_views(ReplaceTerms, v, h0=float(terms.h0)),
+                   _views(ChainLaw, v, p=float(law.p), ksub=int(law.ksub)),
+                   _views(ChainOut, v), _views(ReplaceWork, v))
+    on[...] = v["on"]
+    off[...] = v["off"]
 
 
-def bernoulli_sums(FGk, FHk, FGr, FHr, h0, nodes, lam, wts, delta, phi):
-    """:func:`_bernoulli_sums` (docstring there) on one arena per call; adds to ``delta`` and
-    ``phi``."""
-    d = len(FGr)
+def bernoulli_sums(terms: BernoulliTerms, rule: ProfileNodes, delta: np.ndarray,
+                   phi: np.ndarray) -> None:
+    """:func:`_bernoulli_sums` (docstring there) on one arena per call; adds to ``delta``
+    (n_nodes, d) and ``phi`` (n_nodes,)."""
+    d = len(terms.FGr)
     f = np.float64
-    v = arena(np.atleast_2d(np.asarray(FGk, f)), np.atleast_2d(np.asarray(FHk, f)),
-              np.asarray(FGr, f), np.asarray(FHr, f), np.asarray(nodes, f), np.asarray(lam, f),
-              np.asarray(wts, f), np.asarray(delta, f), np.asarray(phi, f),
-              *[(d, f)] * 7)
-    _bernoulli_sums(v[0], v[1], v[2], v[3], float(h0), v[4], v[5], v[6], v[7], v[8], *v[9:])
-    delta[...] = v[7]
-    phi[...] = v[8]
+    v = named_arena({
+        "FGk": np.atleast_2d(np.asarray(terms.FGk, f)),
+        "FHk": np.atleast_2d(np.asarray(terms.FHk, f)),
+        "FGr": np.asarray(terms.FGr, f), "FHr": np.asarray(terms.FHr, f),
+        "nodes": np.asarray(rule.nodes, f), "lam": np.asarray(rule.lam, f),
+        "wts": np.asarray(rule.wts, f), "delta": np.asarray(delta, f),
+        "phi": np.asarray(phi, f), **{name: (d, f) for name in BernoulliWork._fields}})
+    _bernoulli_sums(_views(BernoulliTerms, v, h0=float(terms.h0)), _views(ProfileNodes, v),
+                    _views(ProfileOut, v), _views(BernoulliWork, v))
+    delta[...] = v["delta"]
+    phi[...] = v["phi"]

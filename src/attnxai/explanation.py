@@ -1,0 +1,363 @@
+"""One way to explain a text: :func:`explain` runs any methods of :data:`attnxai.registry.METHODS`
+on it and returns one :class:`Explanation`, which renders as a table, plain text, JSON and HTML.
+
+    ex = attnxai.explain(pre, "a dull film, with a great score", ["LIME", "GxI"],
+                         settings={"LIME": {"num_samples": 1000}})
+    ex.token_scores["GxI"]        # (n,) one score per token ([CLS] excluded)
+    ex.word_scores["LIME"]        # (d,) one per distinct word, in order of first occurrence
+    ex.table(); ex.to_text(); ex.to_json(); ex.to_html()
+
+**The text.** It is read as the authors read it before LIME (:func:`attnxai.normalize_for_lime`:
+lower case, letters and digits, single spaces), so that lime's words are the model's tokens, and
+cut to the model's length (``max_len - 1`` tokens after ``[CLS]``): a longer text gets one
+:class:`~attnxai.text.TruncationWarning` and ``cut`` says how many tokens were left out. An empty
+text, one with no letter or digit, and one none of whose words the model knows (every token read
+as UNK) are refused with ``ValueError``; unknown words are listed in ``unknown``.
+
+**Levels.** Every method's scores are given at both levels, converted by the one rule of
+:mod:`attnxai.words` (a token-level score's word score is the sum over the word's occurrences; a
+word-level score is the word's whole score at each occurrence). The faithfulness metrics take
+``ex.ids`` and ``ex.token_scores`` (:func:`attnxai.faithfulness.evaluate`).
+
+**Settings.** ``target`` (the explained logit, or ``"predicted"``) and ``seed`` are set once for
+every method; ``settings`` gives a method's own (its fields in :mod:`attnxai.registry`), and a
+setting a method does not have, or two different values of a shared one, is refused
+(:mod:`attnxai.registry` says which are shared). ``ex.settings`` records what every method ran
+with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import validate
+from .registry import DEFAULT_SEED, METHODS, PAPER_METHODS, SHARED, Document
+from .text import TruncationWarning, normalize_for_lime, tokenize
+from .textmodel import Pretrained
+from .words import Words
+
+__all__ = ["Explanation", "explain", "read_document"]
+
+
+@dataclass
+class Explanation:
+    """The explanations of one text by several methods (:func:`explain`).
+
+    ``text``: what the model read (normalised and cut); ``tokens`` (n,) its tokens and ``words``
+    (d,) its distinct words; ``ids`` (n + 1,) int64 with ``[CLS]`` first; ``token_scores[m]``
+    (n,) and ``word_scores[m]`` (d,) float64 for every method ``m``, in the order asked;
+    ``logits`` (C,) the model's output; ``target``: the explained class; ``settings``: per method
+    the settings it ran with, plus ``"explanation"`` (target, seed, preprocessing);
+    ``n_tokens``: tokens of the whole text, ``cut``: those beyond the model's length;
+    ``unknown``: distinct words read as UNK; ``model``: the checkpoint folder's name;
+    ``seconds``: wall time per group of methods; ``results``: what a method returned besides its
+    scores (``"LIME"``: the :class:`~attnxai.fastlime.LimeResult`)."""
+
+    text: str
+    tokens: list[str]
+    words: list[str]
+    ids: np.ndarray = field(repr=False)
+    token_scores: dict[str, np.ndarray] = field(repr=False)
+    word_scores: dict[str, np.ndarray] = field(repr=False)
+    logits: np.ndarray
+    target: int
+    settings: dict[str, dict[str, Any]]
+    n_tokens: int
+    cut: int
+    unknown: list[str]
+    model: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def methods(self) -> list[str]:
+        return list(self.token_scores)
+
+    @property
+    def probability(self) -> np.ndarray:
+        """The model's class probabilities (softmax of ``logits``): (C,)."""
+        e = np.exp(self.logits - self.logits.max())
+        return e / e.sum()
+
+    @property
+    def predicted(self) -> int:
+        return int(np.argmax(self.logits))
+
+    # ------------------------------------------------------------------ renderings
+    def table(self, level: str = "token"):
+        """A :class:`pandas.DataFrame`: one row per token (column ``token``) or, with
+        ``level="word"``, per distinct word (``word``, ``count``), then one column per method."""
+        import pandas as pd
+
+        validate.choice(level, "level", ("token", "word"))
+        if level == "token":
+            return pd.DataFrame({"token": self.tokens, **self.token_scores})
+        counts = Words.of(self.tokens).counts
+        return pd.DataFrame({"word": self.words, "count": counts, **self.word_scores})
+
+    def summary(self) -> str:
+        """Two lines or more: the model, its logits and prediction, what was cut or unknown."""
+        p = self.probability
+        lines = [f"model {self.model}: logits {np.array2string(self.logits, precision=3)}, "
+                 f"P(class {self.target}) = {p[self.target]:.3f}, predicted class "
+                 f"{self.predicted}" + (" (positive)" if self.predicted == 1 else " (negative)")]
+        if self.cut:
+            lines.append(f"note: the text has {self.n_tokens} tokens and the model reads "
+                         f"{len(self.tokens)}: the last {self.cut} were cut")
+        if self.unknown:
+            shown = ", ".join(self.unknown[:8]) + (" ..." if len(self.unknown) > 8 else "")
+            lines.append(f"note: {len(self.unknown)} word(s) unknown to the model, read as UNK: "
+                         f"{shown}")
+        return "\n".join(lines)
+
+    def to_text(self, *, level: str = "token", color: bool = False, digits: int = 3) -> str:
+        """The explanations side by side, one row per token (or word), one column per method
+        (a terminal table). ``color``: ANSI green/red by sign."""
+        validate.choice(level, "level", ("token", "word"))
+        rows, scores = (self.tokens, self.token_scores) if level == "token" else \
+            (self.words, self.word_scores)
+        names = list(scores)
+        cells = [[f"{v:+.{digits}f}" for v in scores[m]] for m in names]
+        tw = max([5] + [len(t) for t in rows])
+        widths = [max(len(m), max((len(c) for c in col), default=0)) for m, col in
+                  zip(names, cells)]
+        head = "#".rjust(4) + "  " + level.ljust(tw) + "  " + "  ".join(
+            m.rjust(w) for m, w in zip(names, widths))
+        lines = [head, "-" * len(head)]
+        for i, tok in enumerate(rows):
+            parts = []
+            for j, (col, w) in enumerate(zip(cells, widths)):
+                s = col[i].rjust(w)
+                if color:
+                    s = f"\x1b[{32 if scores[names[j]][i] >= 0 else 31}m{s}\x1b[0m"
+                parts.append(s)
+            lines.append(f"{i + 1:4d}  {tok.ljust(tw)}  " + "  ".join(parts))
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything, as JSON-able data (floats, lists, str)."""
+        return {"text": self.text, "tokens": self.tokens, "words": self.words,
+                "token_scores": {m: [float(x) for x in v] for m, v in self.token_scores.items()},
+                "word_scores": {m: [float(x) for x in v] for m, v in self.word_scores.items()},
+                "logits": [float(x) for x in self.logits],
+                "probability": [float(x) for x in self.probability],
+                "predicted": self.predicted, "target": self.target, "n_tokens": self.n_tokens,
+                "cut": self.cut, "unknown": self.unknown, "model": self.model,
+                "settings": self.settings, "seconds": self.seconds}
+
+    def to_html(self, *, page: bool = True) -> str:
+        """The paper's Figure 1 for this text, one shaded row per method
+        (:func:`attnxai.plots.figure1_page`: a complete offline HTML page; ``page=False``: the rows
+        alone, :func:`attnxai.plots.explanations_html`, for a notebook)."""
+        from .plots import explanations_html, figure1_page
+
+        if not page:
+            return explanations_html(self.tokens, self.token_scores)
+        p = self.probability
+        sub = (f"model {self.model}; P(class {self.target}) = {p[self.target]:.3f}; every row "
+               f"explains logit {self.target}")
+        lime = self.settings.get("LIME")
+        if lime is not None:
+            sub += (f"; LIME: {lime['num_samples']} samples, kernel width {lime['kernel_width']}, "
+                    f"bow={lime['bow']}, seed {lime['seed']}")
+        notes = []
+        if self.cut:
+            notes.append(f"The text has {self.n_tokens} tokens; the model reads the first "
+                         f"{len(self.tokens)}: the last {self.cut} were cut.")
+        if self.unknown:
+            notes.append(f"Unknown to the model (read as UNK): {', '.join(self.unknown)}.")
+        return figure1_page(self.tokens, self.token_scores, title="Explanations of one text",
+                            subtitle=sub, notes=notes)
+
+    def _repr_html_(self) -> str:
+        return self.to_html(page=False)
+
+    def write_html(self, path: str | Path) -> Path:
+        """Write :meth:`to_html` to ``path`` (UTF-8, atomically); returns the path."""
+        from .files import atomic_write
+
+        return atomic_write(Path(path), self.to_html())
+
+
+# ---------------------------------------------------------------------- reading the text
+def read_document(pre: Pretrained, text: str, target: int | str = 1
+                  ) -> tuple[Document, int, list[str]]:
+    """The :class:`~attnxai.registry.Document` the methods read, the number of tokens cut and
+    the unknown words (module docstring: the one reading of a text to explain)."""
+    if not isinstance(pre, Pretrained):
+        raise TypeError(f"the model must be an attnxai Pretrained (model and vocabulary), got "
+                        f"{type(pre).__name__}")
+    validate.text(text)
+    full = tokenize(normalize_for_lime(text, 10**9))       # raises for a text without a word
+    limit = pre.model.max_len - 1
+    kept = full[:limit]
+    pre.vocab.check_known(kept, text)
+    cut = len(full) - len(kept)
+    if cut > 0:
+        warnings.warn(f"the text has {len(full)} tokens and the model reads {limit}: the last "
+                      f"{cut} were cut from every explanation", TruncationWarning,
+                      stacklevel=3)
+    norm = " ".join(kept)
+    ids = np.asarray(pre.vocab.encode(norm, pre.model.max_len), dtype=np.int64)
+    with torch.no_grad():
+        logits = pre.model(torch.as_tensor(ids)[None]).double().numpy()[0]
+    if target == "predicted":
+        target = int(np.argmax(logits))
+    target = validate.target(target, pre.model.n_classes)
+    unknown = [w for w in dict.fromkeys(kept) if w not in pre.vocab.stoi]
+    doc = Document(pre=pre, text=norm, tokens=kept, ids=ids, words=Words.of(kept), target=target,
+                   logits=logits)
+    return doc, cut, unknown
+
+
+# ---------------------------------------------------------------------- settings
+def _method_names(methods: Iterable[str] | None) -> list[str]:
+    if methods is None:
+        return list(PAPER_METHODS)
+    if isinstance(methods, str) or not isinstance(methods, Iterable):
+        raise TypeError(f"methods must be a list of method names, got {type(methods).__name__} "
+                        f"({methods!r}): wrap one name, [{methods!r}]")
+    names = list(dict.fromkeys(methods))
+    unknown = [m for m in names if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose among {list(METHODS)}")
+    if not names:
+        raise ValueError(f"no method chosen; choose among {list(METHODS)}")
+    return names
+
+
+def _given(settings: Mapping[str, Any] | None, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The settings given per method, as dicts of fields, checked against each method's fields."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, Mapping):
+        raise TypeError(f"settings must map a method's name to its settings, got "
+                        f"{type(settings).__name__}")
+    out = {}
+    for name, given in settings.items():
+        if name not in METHODS:
+            raise ValueError(f"settings for an unknown method {name!r}; choose among "
+                             f"{list(METHODS)}")
+        if name not in names:
+            raise ValueError(f"settings for {name!r}, which is not among the methods asked "
+                             f"({', '.join(names)})")
+        cls = METHODS[name].settings
+        if isinstance(given, cls):
+            given = {f.name: getattr(given, f.name) for f in dataclasses.fields(cls)}
+        elif not isinstance(given, Mapping):
+            raise TypeError(f"settings[{name!r}] must be a dict or a {cls.__name__}, got "
+                            f"{type(given).__name__}")
+        known = [f.name for f in dataclasses.fields(cls)]
+        if "target" in given:
+            raise ValueError(f"settings[{name!r}] sets a target: the explained class is one for "
+                             "every method; pass target= to explain() instead")
+        bad = [k for k in given if k not in known]
+        if bad:
+            raise ValueError(f"{name} has no setting {bad}; its settings are "
+                             f"{known or 'none'}")
+        out[name] = dict(given)
+    return out
+
+
+def _resolve(names: list[str], given: dict[str, dict[str, Any]], seed: int) -> dict[str, Any]:
+    """Each method's settings object: its defaults, the shared settings of the method it follows,
+    what was given, and the explanation's seed where the method draws random numbers."""
+    given = {m: dict(v) for m, v in given.items()}
+    for method, leader, keys in SHARED:
+        for k in keys:
+            a, b = given.get(method, {}).get(k), given.get(leader, {}).get(k)
+            if a is not None and b is not None and a != b:
+                raise ValueError(f"{method} and {leader} must share {k}, but {method} was given "
+                                 f"{a!r} and {leader} {b!r}: give it once")
+            value = a if a is not None else b
+            if value is not None:
+                for m in (method, leader):
+                    if m in names:
+                        given.setdefault(m, {})[k] = value
+    out = {}
+    for m in names:
+        cls = METHODS[m].settings
+        kw = given.get(m, {})
+        if "seed" in {f.name for f in dataclasses.fields(cls)} and kw.get("seed") is None:
+            kw = {**kw, "seed": seed}
+        out[m] = cls(**kw)
+    return out
+
+
+# ---------------------------------------------------------------------- explaining
+def _progress_bar(total: int):
+    """A progress bar over the groups of methods (imported only when asked: in a notebook without
+    ipywidgets, ``tqdm.auto`` warns at import)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="explain", unit="step", leave=False)
+
+
+def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = None, *,
+            target: int | str = 1, seed: int = DEFAULT_SEED,
+            settings: Mapping[str, Any] | None = None, progress: bool = False) -> Explanation:
+    """The explanations of ``text`` by ``methods`` (default the paper's seven,
+    :data:`~attnxai.registry.PAPER_METHODS`; any names of :data:`~attnxai.registry.METHODS`).
+
+    ``model``: a :class:`~attnxai.textmodel.Pretrained`, or a profile name (``"paper"``,
+    ``"quick"``: the cached model, trained first if missing, :func:`attnxai.pretrained`).
+    ``target``: the class every method explains (default 1, the paper's logit 1; ``"predicted"``:
+    the model's predicted class on this text). ``seed``: of every random method whose settings
+    give none. ``settings``: per method name, a dict of its settings or its settings object
+    (module docstring). ``progress``: a progress bar over the groups of methods.
+
+    Raises ``ValueError`` for an empty text, one with no letter or digit, one none of whose words
+    the model knows, an unknown method, a setting a method does not have, a target in a method's
+    settings, and two different values of a shared setting; ``TypeError`` for arguments of the
+    wrong type.
+    """
+    if isinstance(model, str):
+        from .trained import pretrained
+
+        model = pretrained(model, progress=progress)
+    names = _method_names(methods)
+    seed = validate.integer(seed, "seed")
+    resolved = _resolve(names, _given(settings, names), seed)
+    doc, cut, unknown = read_document(model, text, target)
+    values: dict[str, np.ndarray] = {}
+    seconds: dict[str, float] = {}
+    groups = list(dict.fromkeys(METHODS[m].group for m in names))
+    bar = _progress_bar(len(groups)) if progress else None
+    for group in groups:
+        t0 = time.perf_counter()
+        for m in names:
+            if METHODS[m].group == group:
+                values[m] = METHODS[m].compute(doc, resolved[m])
+        seconds[group] = time.perf_counter() - t0
+        if bar is not None:
+            bar.set_postfix_str(group)
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    token_scores, word_scores = {}, {}
+    for m in names:
+        if METHODS[m].level_for(resolved[m]) == "token":
+            token_scores[m] = values[m]
+            word_scores[m] = doc.words.to_words(values[m])
+        else:
+            word_scores[m] = values[m]
+            token_scores[m] = doc.words.to_tokens(values[m])
+    recorded = {m: dataclasses.asdict(resolved[m]) for m in names}
+    recorded["explanation"] = {"target": doc.target, "seed": seed,
+                               "preprocessing": "normalize_for_lime"}
+    pre = doc.pre
+    return Explanation(text=doc.text, tokens=doc.tokens, words=list(doc.words.words), ids=doc.ids,
+                       token_scores=token_scores, word_scores=word_scores, logits=doc.logits,
+                       target=doc.target, settings=recorded, n_tokens=len(doc.tokens) + cut,
+                       cut=cut, unknown=unknown,
+                       model=pre.path.name if pre.path is not None else "in memory",
+                       seconds=seconds, results=doc.results)

@@ -1,0 +1,147 @@
+"""Writing files so that no reader ever sees half of one: the one place the package writes
+atomically.
+
+:func:`atomic_write` writes a file's bytes (or lets a writer such as ``DataFrame.to_parquet``
+write them) to a temporary file beside the target, flushes it to disk and renames it over the
+target in one step (``os.replace``): a reader finds the old file or the new one, never a
+truncated one, and a writer killed half-way leaves only a ``.tmp-*`` file, which nothing reads.
+:func:`replace_folder` does the same for a whole folder (a checkpoint): one atomic exchange of
+the new folder with the old (``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere two renames, a
+window of microseconds). Every writer of results, checkpoints, training states, book summaries
+and pages goes through these two. :func:`writer_lock` keeps two writers of one path apart (an OS
+file lock, released by the kernel if its holder is killed).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["TMP_PREFIX", "atomic_write", "fsync_dir", "replace_folder", "write_durably",
+           "writer_lock"]
+
+#: Temporary files and folders start with this (``.tmp-<target name>-<random>``): readers that
+#: list a folder skip them.
+TMP_PREFIX = ".tmp-"
+
+
+def fsync_dir(folder: str | os.PathLike) -> None:
+    """Flush a folder's entries to disk (a rename is durable once its folder is); a no-op where
+    folders cannot be opened (Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_durably(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` and flush it to disk before returning (not atomic by itself:
+    for files inside a temporary folder that :func:`replace_folder` swaps in)."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[Path], object], *,
+                 encoding: str = "utf-8", mode: int = 0o644) -> Path:
+    """Replace the file ``path`` by new content in one step; returns ``path``.
+
+    ``data``: the bytes, a str (written with ``encoding``), or a callable that writes the file
+    it is given (e.g. ``lambda tmp: frame.to_parquet(tmp)``). The content goes to
+    ``.tmp-<name>-*`` beside ``path``, is flushed to disk, given ``mode`` and renamed over
+    ``path``; on any error the temporary file is removed and ``path`` is untouched.
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{path.name}-")
+    tmp = Path(name)
+    try:
+        if callable(data):
+            os.close(fd)
+            data(tmp)
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        else:
+            blob = data.encode(encoding) if isinstance(data, str) else bytes(data)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(blob)
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+    return path
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``).
+    False where the system or file system cannot (the caller falls back)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def replace_folder(path: str | os.PathLike, fill: Callable[[Path], object]) -> Path:
+    """Replace the folder ``path`` (or create it) by a new one that ``fill(tmp)`` writes.
+
+    ``fill`` writes every file into the empty temporary folder ``tmp`` (beside ``path``, named
+    ``.tmp-<name>-*``; use :func:`write_durably`); the folder is then swapped in with one atomic
+    exchange and the old one deleted. A reader sees the old folder or the new one, never none
+    and never a mixture. The caller holds whatever lock keeps two writers of ``path`` apart.
+    """
+    path = Path(path)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f"{TMP_PREFIX}{path.name}-"))
+    try:
+        fill(tmp)
+        os.chmod(tmp, 0o755)
+        fsync_dir(tmp)
+        if not path.exists():
+            os.rename(tmp, path)
+        elif _exchange(tmp, path):
+            pass                           # tmp now holds the old folder: deleted below
+        else:                              # no atomic exchange here: the shortest window
+            aside = Path(tempfile.mkdtemp(dir=path.parent, prefix=f"{TMP_PREFIX}{path.name}-old-"))
+            os.rename(path, aside / "old")
+            os.rename(tmp, path)
+            shutil.rmtree(aside, ignore_errors=True)
+        fsync_dir(path.parent)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def writer_lock(path: str | os.PathLike):
+    """The writers' lock of ``path``: ``<path>.lock`` beside it (a ``filelock.FileLock``, one
+    object per path in a process, so it is reentrant; the empty file stays)."""
+    from filelock import FileLock
+
+    path = Path(path)
+    return FileLock(str(path.parent / f"{path.name}.lock"), is_singleton=True)

@@ -1,0 +1,258 @@
+"""The explainers :func:`attnxai.explain` can run on a text: one table, :data:`METHODS`, one entry
+per method, and the :class:`Document` every method reads.
+
+**Adding an explainer** is one entry in :data:`METHODS`: a :class:`Method` with its name, the
+level it scores (``"token"``: one score per token; ``"word"``: one per distinct word, see
+:mod:`attnxai.words`), its settings (a frozen dataclass whose fields have the defaults, validated
+in its ``__post_init__``) and a function ``compute(doc, settings) -> scores``. Nothing else is
+registered anywhere: :func:`attnxai.explain`, the ``attnxai explain`` command, the faithfulness
+study and the renderings of :class:`attnxai.explanation.Explanation` read this table, and the
+token and word scores of every method come from the one converter.
+
+**One target, one seed.** Every method explains the same logit (``target``, set once for the
+whole explanation: a method's settings cannot carry their own). Methods that draw random numbers
+take ``seed`` from their settings, and when it is not given there the explanation's seed
+(:data:`DEFAULT_SEED` unless the caller gives another). Settings two methods must share (LIME's
+limit is LIME's large-sample limit, so it takes LIME's ``kernel_width`` and ``bow``) are given
+once; two different values are refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import explainers, validate
+from .textmodel import Pretrained
+from .words import Words
+
+__all__ = ["ALL_METHODS", "DEFAULT_SEED", "Document", "EXTRA_METHODS", "LEVELS", "METHODS",
+           "Method", "PAPER_METHODS", "SHARED", "AttentionSettings", "LimeSettings",
+           "LimitSettings", "NoSettings", "RandomSettings"]
+
+#: The seed of every random method (LIME's ``random_state``, the random baseline) when neither the
+#: caller nor the method's settings give one.
+DEFAULT_SEED = 0
+LEVELS = ("token", "word")
+
+
+# ---------------------------------------------------------------------- the document
+@dataclass
+class Document:
+    """One text as the model reads it, and what the methods share on it.
+
+    ``text``: in :func:`attnxai.normalize_for_lime` form and cut to the model's length (so that
+    lime's words are the model's tokens); ``tokens`` (n,) its tokens; ``ids`` (n + 1,) int64,
+    ``[CLS]`` first; ``words``: the word layout (:class:`attnxai.words.Words`); ``target``: the
+    explained class; ``logits`` (C,) float64, the model's output on it. ``results`` keeps what a
+    method returns besides its scores (``"LIME"``: the :class:`~attnxai.fastlime.LimeResult`).
+    """
+
+    pre: Pretrained
+    text: str
+    tokens: list[str]
+    ids: np.ndarray
+    words: Words
+    target: int
+    logits: np.ndarray
+    results: dict[str, Any] = field(default_factory=dict)
+    _shared: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def ids_tensor(self) -> torch.Tensor:
+        """(1, n + 1) ids, as the explainers take them."""
+        return torch.as_tensor(self.ids)[None]
+
+    def shared(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per document and ``key`` (e.g. every gradient summary comes from one
+        backward pass)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+    def tokens_of(self, scores: torch.Tensor) -> np.ndarray:
+        """(n,) float64 from a (1, T) position score ([CLS] dropped)."""
+        return scores[0, 1:len(self.ids)].double().numpy()
+
+
+# ---------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class NoSettings:
+    """A method without settings."""
+
+
+@dataclass(frozen=True)
+class AttentionSettings:
+    """``layer``: the layer whose ``[CLS]`` attention is read (multi-layer models; default the
+    first)."""
+
+    layer: int = 0
+
+    def __post_init__(self):
+        validate.integer(self.layer, "layer")
+
+
+@dataclass(frozen=True)
+class LimeSettings:
+    """lime's settings (:func:`attnxai.fastlime.explain_instance`): ``num_samples``, ``kernel_width``,
+    ``bow`` (True: delete words, one coefficient per word; False: replace positions by UNK, one
+    per token), ``seed`` (its ``random_state``; None: the explanation's seed) and ``backend``
+    (the compiled loops: ``"auto"``, ``"numba"``, ``"numpy"``; the same numbers either way)."""
+
+    num_samples: int = 5000
+    kernel_width: float = 25.0
+    bow: bool = True
+    seed: int | None = None
+    backend: str = "auto"
+
+    def __post_init__(self):
+        validate.num_samples(self.num_samples)
+        validate.kernel_width(self.kernel_width)
+        validate.bow(self.bow)
+        if self.seed is not None:
+            validate.random_state(self.seed)
+        validate.choice(self.backend, "backend", ("auto", "numba", "numpy"))
+
+
+@dataclass(frozen=True)
+class LimitSettings:
+    """LIME's large-sample limit (:func:`attnxai.theory.lime_limit`): ``kernel_width`` and ``bow``
+    (LIME's, shared with it), and the quadrature of the closed form (``law``, ``positions``,
+    ``method``, ``n_nodes``, ``lambda_step``, ``ksub``: each None for
+    :func:`~attnxai.theory.lime_limit`'s own default, which it checks)."""
+
+    kernel_width: float = 25.0
+    bow: bool = True
+    law: str | None = None
+    positions: str | None = None
+    method: str | None = None
+    n_nodes: int | None = None
+    lambda_step: float | None = None
+    ksub: int | None = None
+
+    def __post_init__(self):
+        validate.kernel_width(self.kernel_width, allow_inf=True)
+        validate.bow(self.bow)
+
+    def limit_kwargs(self) -> dict[str, Any]:
+        """The keywords of :func:`~attnxai.theory.lime_limit` that are set."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+
+@dataclass(frozen=True)
+class RandomSettings:
+    """``seed`` of ``numpy.random.default_rng`` (None: the explanation's seed)."""
+
+    seed: int | None = None
+
+    def __post_init__(self):
+        if self.seed is not None and validate.integer(self.seed, "seed") < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+
+
+# ---------------------------------------------------------------------- the methods
+def _attention(reduce: str):
+    def compute(doc: Document, s: AttentionSettings) -> np.ndarray:
+        return doc.tokens_of(explainers.attention(doc.pre.model, doc.ids_tensor, reduce,
+                                                  layer=s.layer))
+    return compute
+
+
+def _gradient(name: str):
+    def compute(doc: Document, s: NoSettings) -> np.ndarray:
+        summaries = doc.shared("gradient summaries", lambda: explainers.gradient_summaries(
+            doc.pre.model, doc.ids_tensor, doc.target))
+        return doc.tokens_of(summaries[name])
+    return compute
+
+
+def _alpha_times_score(doc: Document, s: NoSettings) -> np.ndarray:
+    return doc.tokens_of(explainers.alpha_times_score(doc.pre.model, doc.ids_tensor, doc.target))
+
+
+def _lime(doc: Document, s: LimeSettings) -> np.ndarray:
+    from . import fastlime                  # (loads numba: only when LIME is asked)
+
+    res = fastlime.explain_instance(doc.pre, doc.text, num_samples=s.num_samples,
+                           kernel_width=s.kernel_width, bow=s.bow, random_state=s.seed,
+                           target=doc.target, backend=s.backend)
+    doc.results["LIME"] = res
+    if not s.bow:                                     # one coefficient per position
+        return np.asarray(res.coef, dtype=np.float64)
+    return doc.words.align(res.words, res.coef)
+
+
+def _lime_limit(doc: Document, s: LimitSettings) -> np.ndarray:
+    from . import fastlime, theory          # (imports SymPy: only when the limit is asked)
+
+    beta = theory.lime_limit(doc.pre, doc.text, target=doc.target, **s.limit_kwargs())
+    if not s.bow:
+        return np.asarray(beta, dtype=np.float64)
+    return doc.words.align(fastlime.lime_features(doc.tokens, True)[0], beta)
+
+
+def _random(doc: Document, s: RandomSettings) -> np.ndarray:
+    return np.random.default_rng(s.seed).standard_normal(len(doc.tokens))
+
+
+@dataclass(frozen=True)
+class Method:
+    """One explainer of :data:`METHODS` (module docstring).
+
+    ``level``: what ``compute`` returns, ``"token"`` (n,) or ``"word"`` (d,) float64 scores
+    (a method whose level depends on its settings, LIME's ``bow``, says so in ``level_of``);
+    ``group``: what is timed together; ``settings``: its settings class; ``about``: one line."""
+
+    name: str
+    level: str
+    group: str
+    settings: type
+    compute: Callable[[Document, Any], np.ndarray]
+    about: str
+    level_of: Callable[[Any], str] | None = None
+
+    def level_for(self, settings: Any) -> str:
+        return self.level if self.level_of is None else self.level_of(settings)
+
+
+def _bow_level(s: Any) -> str:
+    return "word" if s.bow else "token"
+
+
+_GRADIENTS = "attention+gradients"
+
+#: Every method, in the order an explanation lists them: the seven of the paper's Figure 1, then
+#: the extra scores (``alpha x s``: attention times the token's own score, the value part of GxI;
+#: LIME's closed-form limit; a random baseline).
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("alpha-avg", "token", _GRADIENTS, AttentionSettings, _attention("mean"),
+           "the [CLS] attention weight, mean over heads"),
+    Method("alpha-max", "token", _GRADIENTS, AttentionSettings, _attention("max"),
+           "the [CLS] attention weight, max over heads"),
+    Method("LIME", "word", "LIME", LimeSettings, _lime,
+           "lime's coefficients (fastlime: lime 0.2.0.1's algorithm, exactly)", _bow_level),
+    Method("G-avg", "token", _GRADIENTS, NoSettings, _gradient("G-avg"),
+           "mean of the gradient's coordinates"),
+    Method("G-l1", "token", _GRADIENTS, NoSettings, _gradient("G-l1"), "l1 norm of the gradient"),
+    Method("G-l2", "token", _GRADIENTS, NoSettings, _gradient("G-l2"), "l2 norm of the gradient"),
+    Method("GxI", "token", _GRADIENTS, NoSettings, _gradient("GxI"), "gradient times input"),
+    Method("alpha x s", "token", _GRADIENTS, NoSettings, _alpha_times_score,
+           "attention times the token's own score (the value part of GxI)"),
+    Method("LIME limit", "word", "LIME limit", LimitSettings, _lime_limit,
+           "LIME's large-sample limit, in closed form", _bow_level),
+    Method("random", "token", "random", RandomSettings, _random,
+           "i.i.d. standard normal scores (a baseline)"),
+)}
+#: The paper's seven explainers, in its Figure 1 order (the default of :func:`attnxai.explain`).
+PAPER_METHODS = ("alpha-avg", "alpha-max", "LIME", "G-avg", "G-l1", "G-l2", "GxI")
+#: The scores beyond the paper's seven.
+EXTRA_METHODS = ("alpha x s", "LIME limit", "random")
+ALL_METHODS = tuple(METHODS)
+#: Settings that must agree between two methods: (method, follows, the shared fields).
+SHARED = (("LIME limit", "LIME", ("kernel_width", "bow")),)
