@@ -98,11 +98,20 @@ def test_student_site_has_no_solutions(quick_model):
     assert "Executing notebook" not in run.stdout, "the student build ran chapters again"
     html = out / "_build" / "html"
     teacher = OUT / "_build" / "html"
+    ext = _extension()
     for page in sorted((html / "notebooks").glob("*.html")):
         text = page.read_text()
         assert 'class="solution' not in text, page.name
         assert text.count('class="exercise') == \
             (teacher / "notebooks" / page.name).read_text().count('class="exercise'), page.name
+        # Binder and Colab open the student branch's solution-free notebook of this chapter
+        assert f"/blob/{ext.STUDENT_BRANCH}/notebooks/{page.stem}.ipynb" in text, page.name
+        assert f"/{ext.STUDENT_BRANCH}?urlpath=lab/tree/notebooks/{page.stem}.ipynb" in text
+    for page in [html / "book" / "syllabus.html", *sorted((html / "notebooks").glob("*.html"))]:
+        assert ext.STUDENT_BANNER.split(":")[0] in page.read_text(), page.name
+    syllabus = (html / "book" / "syllabus.html").read_text()
+    assert "This is the student edition" in syllabus and "instructor edition:" not in syllabus
+    assert "This is the instructor edition" in (teacher / "book" / "syllabus.html").read_text()
     for src in (html / "_sources").rglob("*"):
         if src.suffix in (".md", ".ipynb"):
             assert "{solution" not in src.read_text(), src
@@ -187,3 +196,54 @@ def test_bibliography_labels_are_author_year():
     assert labels["jain2019attention"] == "Jain and Wallace, 2019"
     for key, entry in bib.entries.items():     # every entry links somewhere
         assert {"doi", "eprint", "url"} & set(entry.fields), key
+
+
+def test_the_student_edition_says_so_and_launches_its_branch(monkeypatch):
+    """ATTNXAI_EDITION=student: the edition is a Sphinx tag ({only} in the syllabus), every page
+    has the banner, and the launch buttons open the student branch; the instructor edition
+    keeps the repository's branch and has no banner."""
+    from types import SimpleNamespace
+
+    from booksite import ROOT
+
+    ext = _extension()
+    for name, branch in (("student", ext.STUDENT_BRANCH), ("instructor", "main")):
+        monkeypatch.setenv("ATTNXAI_EDITION", name)
+        app = SimpleNamespace(tags=set())
+        config = SimpleNamespace(html_theme_options={"repository_branch": "main"})
+        ext._edition_config(app, config)
+        assert name in app.tags
+        assert config.html_theme_options["repository_branch"] == branch
+        assert ("announcement" in config.html_theme_options) == (name == "student")
+    syllabus = (ROOT / "book" / "syllabus.md").read_text()
+    assert "```{only} student" in syllabus and "```{only} instructor" in syllabus
+
+
+PRINTABLE = {"text/latex", "text/markdown", "image/png", "image/jpeg", "application/pdf"}
+
+
+@pytest.mark.slow
+def test_every_rich_output_has_a_form_the_pdf_can_print(quick_model):
+    """An output that the site shows as HTML needs a LaTeX (or image) form too, or the PDF
+    prints its Python repr (README.md, chapter conventions 9). Read in the executed chapters of
+    the test build, so it holds where TeX is not installed too (tests/test_pdf.py reads the PDF
+    itself where it is)."""
+    import json
+
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    executed = sorted((html.parent / "jupyter_execute").rglob("*.ipynb"))
+    assert executed, "no executed notebooks in the test build"
+    missing = []
+    for path in executed:
+        for cell in json.loads(path.read_text())["cells"]:
+            if "hide-output" in cell.get("metadata", {}).get("tags", []):
+                continue                                   # not in the PDF either
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                if "text/html" in data and not PRINTABLE & set(data):
+                    plain = "".join(data.get("text/plain", ""))[:60]
+                    missing.append(f"{path.stem}: {plain}")
+    assert not missing, f"{len(missing)} outputs with only an HTML form: {missing[:10]}"

@@ -283,7 +283,7 @@ def launched(root: str | os.PathLike = ".") -> list[Path]:
 def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.PathLike = ".",
                     student: bool = False) -> list[Path]:
     """Write one ``.ipynb`` per chapter into ``out``; without ``out``, beside each chapter that
-    has a launch cell (the notebooks Colab opens)."""
+    has a launch cell (the notebooks Colab opens). ``student``: without solutions."""
     written, macros = [], macros_markdown(root)
     for md in (chapters(root) if out is not None else launched(root)):
         folder = Path(out) if out is not None else md.parent
@@ -294,6 +294,20 @@ def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.Path
             atomic_write(path, text)
         written.append(path)
     return written
+
+
+def make_student_tree(root: str | os.PathLike = ".") -> list[Path]:
+    """Turn the repository at ``root`` into the student edition, in place: every chapter's
+    ``.md`` without its solutions and its ``.ipynb`` the student notebook. The deploy workflow
+    runs it on its own checkout and pushes the result to the branch that the student site's
+    Binder and Colab buttons open (book/_ext/attnxai_book.py, ``STUDENT_BRANCH``); never run it
+    on a working copy you mean to keep."""
+    changed = []
+    for md in launched(root):
+        md.write_text(strip_solutions_md(md.read_text()))
+        changed.append(md)
+    changed += write_notebooks(root=root, student=True)
+    return changed
 
 
 def stale_notebooks(root: str | os.PathLike = ".") -> list[str]:

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
+from . import printforms
 
 #: The widest figure, in inches at 100 dpi (the book's column is about 750 CSS pixels).
 MAX_WIDTH = 7.2
@@ -27,7 +28,9 @@ MIN_FONT = 10
 
 def setup() -> None:
     """The book's figure style (call once per chapter): 100 dpi on screen, 2x in the notebook
-    output (retina PNG), text of at least 10 pt, figures at most :data:`MAX_WIDTH` inches wide."""
+    output (retina PNG), text of at least 10 pt, figures at most :data:`MAX_WIDTH` inches wide;
+    and the print forms of tables and SymPy output (:func:`attnxai.printforms.register`; call
+    it after ``sympy.init_printing``)."""
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
     plt.rcParams.update({
         "figure.dpi": 100, "savefig.dpi": 200, "savefig.bbox": "tight",
@@ -43,6 +46,7 @@ def setup() -> None:
     except ImportError:    # pragma: no cover - matplotlib_inline comes with IPython
         pass
     _readable_when_displayed()
+    printforms.register()      # tables and wide SymPy output get a LaTeX form for the PDF
 
 
 def readable(fig, min_font: float = MIN_FONT) -> bool:
