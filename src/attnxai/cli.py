@@ -573,7 +573,11 @@ def _notebooks_args(p: argparse.ArgumentParser) -> None:
                    help="folder for the notebooks (default: beside each chapter that has a "
                         "launch cell, i.e. the .ipynb that Colab opens)")
     p.add_argument("--student", action="store_true",
-                   help="student edition: no solutions (use with --out)")
+                   help="student edition: no solutions (use with --out, or --in-place)")
+    p.add_argument("--in-place", action="store_true",
+                   help="with --student: strip the solutions from the chapters themselves "
+                        "(.md and .ipynb), as the deploy workflow does on its own checkout for "
+                        "the student branch; not for a working copy you keep")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if a .ipynb beside a chapter is missing or stale")
     p.add_argument("--launch-cells", action="store_true",
@@ -584,9 +588,15 @@ def _notebooks_args(p: argparse.ArgumentParser) -> None:
 def _notebooks_run(args: argparse.Namespace) -> int:
     from . import course
 
+    if args.in_place:
+        if not args.student or args.out is not None:
+            raise ValueError("--in-place goes with --student and without --out")
+        for path in course.make_student_tree(args.root):
+            print(path)
+        return 0
     if args.student and args.out is None:
-        raise ValueError("--student needs --out (the .ipynb beside the chapters keep the "
-                         "solutions)")
+        raise ValueError("--student needs --out or --in-place (the .ipynb beside the chapters "
+                         "keep the solutions)")
     if args.check:
         stale = course.stale_notebooks(args.root)
         for line in stale:
