@@ -80,19 +80,23 @@ def build_site() -> tuple[Path, str, float]:
     return _build(OUT, TOC, _env())
 
 
-@functools.lru_cache(maxsize=1)
-def build_repository_site() -> tuple[Path, str, float]:
+@functools.lru_cache(maxsize=2)
+def build_repository_site(edition: str = "instructor") -> tuple[Path, str, float]:
     """(html folder, build log, seconds) of :data:`REPOSITORY_PAGES` built for
-    :data:`TEST_REPOSITORY`. Not with -W: the pages link to others this small book leaves out."""
+    :data:`TEST_REPOSITORY`, in the instructor or the student edition. Not with -W: the pages link
+    to others this small book leaves out."""
     given = os.environ.get("ATTNXAI_TEST_REPOSITORY_SITE")
-    if given:
+    if given and edition == "instructor":
         return Path(given), f"(using the site at {given}, not built)", 0.0
-    REPOSITORY_OUT.mkdir(parents=True, exist_ok=True)
-    toc = REPOSITORY_OUT / "_toc.yml"
+    out = REPOSITORY_OUT if edition == "instructor" else REPOSITORY_OUT.with_name(
+        f"{REPOSITORY_OUT.name}-{edition}")
+    out.mkdir(parents=True, exist_ok=True)
+    toc = out / "_toc.yml"
     pages = REPOSITORY_PAGES
     toc.write_text("format: jb-book\nroot: " + pages["root"] + "\nparts:\n"
                    "  - caption: Front matter\n    chapters:\n"
                    + "".join(f"      - file: {f}\n" for f in pages["front"])
                    + "  - caption: Chapters\n    numbered: true\n    chapters:\n"
                    + "".join(f"      - file: {f}\n" for f in pages["chapters"]))
-    return _build(REPOSITORY_OUT, toc, _env(ATTNXAI_REPOSITORY=TEST_REPOSITORY), strict=False)
+    return _build(out, toc, _env(ATTNXAI_REPOSITORY=TEST_REPOSITORY, ATTNXAI_EDITION=edition),
+                  strict=False)

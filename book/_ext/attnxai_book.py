@@ -196,10 +196,15 @@ def _notebook_download(app, pagename, context) -> None:
         context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+_MATH_CLASS = re.compile(r'class="[^"]*\bmath\b')
+
+
 def _mathjax_only_with_maths(app, pagename, context) -> None:
-    """MathJax (about 1 MB) only on pages with maths of their own: Sphinx also loads it on a page
-    whose table of contents includes pages with maths (the home page)."""
-    if app.builder.format != "html" or app.env.get_domain("math").data["has_equations"].get(pagename):
+    """MathJax (about 1 MB) only on pages that show maths: Sphinx also loads it on a page whose
+    table of contents includes pages with maths (the home page), and on a page whose outputs carry
+    a LaTeX form that the site does not show (a table's, attnxai.printforms). So the rendered body
+    decides: Sphinx marks every formula it shows with the class ``math``."""
+    if app.builder.format != "html" or _MATH_CLASS.search(context.get("body") or ""):
         return
     mathjax = app.config.mathjax_path
     scripts = context.get("script_files")
