@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed-stamp
 export ATTNXAI_CACHE ?= $(CURDIR)/.cache
 export PYTHONHASHSEED := 0
 
-.PHONY: book test setup data model bench clean notebooks student pdf
+.PHONY: book test setup data model train-paper bench clean notebooks student pdf
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,13 @@ setup: $(STAMP)
 data: setup
 	$(BIN)/python -c "import attnxai; print(attnxai.load_imdb())"
 
-model: data
+# The paper's model. Cached: found offline (`info`), so targets that only need it (student,
+# pdf: they reuse the executed chapters of `make book`) never need IMDb. Missing: IMDb is fetched
+# and the model trained.
+model: setup
+	@$(BIN)/python -m attnxai info --profile paper >/dev/null 2>&1 || $(MAKE) --no-print-directory train-paper
+
+train-paper: data
 	$(BIN)/python -m attnxai train --profile paper
 
 book: model

@@ -27,6 +27,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 
 
 def _timed(fn, repeats: int) -> tuple[float, float]:
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     from attnxai.threads import single_threaded
 
     torch.set_num_threads(1)
+    # the defaults are timed knowingly (binomial positions for repeated words): not warned per call
+    warnings.simplefilter("ignore", theory.LimitApproximationWarning)
     pre = attnxai.pretrained(args.profile, progress=False)
     data = attnxai.load_imdb()
     limit = pre.model.max_len - 1

@@ -1,11 +1,19 @@
-"""The book's test site: built once per test session on the quick profile, shared by
-tests/test_book.py (the build itself) and tests/test_browser.py (the site in a real browser).
+"""The book's test sites, built once per test session on the quick profile, shared by
+tests/test_book.py (the builds themselves) and tests/test_browser.py (the sites in a real browser).
 
-``ATTNXAI_TEST_SITE=/path/to/_build/html`` uses an already built site instead (e.g. to run the
-browser test against another branch's site); nothing is built then.
-``ATTNXAI_TEST_TOC=/path/to/_toc.yml`` builds (or, with ``ATTNXAI_TEST_SITE``, reads) a book of
-that table of contents instead of _toc.yml (e.g. a few chapters); the browser test checks the
-chapters it lists.
+* :func:`build_site`: the whole book, warnings as errors, for the repository _config.yml names
+  (the environment's ``ATTNXAI_REPOSITORY`` and ``GITHUB_REPOSITORY`` are ignored, so that the
+  test reads the same site on a laptop and in GitHub Actions): while _config.yml names none, a
+  site with no repository, no launch button and no made-up address.
+* :func:`build_repository_site`: a few pages (:data:`REPOSITORY_PAGES`) built for the repository
+  :data:`TEST_REPOSITORY`, as the deploy workflow builds for ``$GITHUB_REPOSITORY``: buttons,
+  links and launch cells must all point there.
+
+``ATTNXAI_TEST_SITE=/path/to/_build/html`` (and ``ATTNXAI_TEST_REPOSITORY_SITE`` for the second)
+uses an already built site instead (e.g. to run the browser test against another branch's site);
+nothing is built then. ``ATTNXAI_TEST_TOC=/path/to/_toc.yml`` builds (or, with
+``ATTNXAI_TEST_SITE``, reads) a book of that table of contents instead of _toc.yml (e.g. a few
+chapters); the browser test checks the chapters it lists.
 """
 
 from __future__ import annotations
@@ -21,33 +29,74 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "test"
 HTML = OUT / "_build" / "html"
 TOC = Path(os.environ.get("ATTNXAI_TEST_TOC") or ROOT / "_toc.yml").resolve()
+#: The repository the second test build names (owner/name; nothing is fetched from it).
+TEST_REPOSITORY = "attnxai-test/companion"
+REPOSITORY_OUT = ROOT / "_build" / "test-repository"
+#: The pages of the second build: front matter with repository links, a page with code but no
+#: notebook for Colab (no launch button), and a chapter (launch buttons, launch cell).
+REPOSITORY_PAGES = {"root": "book/intro",
+                    "front": ["book/launch", "book/licence", "book/reproducibility"],
+                    "chapters": ["notebooks/01_model"]}
+_REPOSITORY_VARS = ("ATTNXAI_REPOSITORY", "GITHUB_REPOSITORY")
 
 
 class BuildFailed(RuntimeError):
     pass
 
 
-@functools.lru_cache(maxsize=1)
-def build_site() -> tuple[Path, str, float]:
-    """(html folder, build log, seconds). Raises BuildFailed with the log's tail."""
-    given = os.environ.get("ATTNXAI_TEST_SITE")
-    if given:
-        return Path(given), f"(using the site at {given}, not built)", 0.0
+def _build(out: Path, toc: Path, env: dict, *, strict: bool = True) -> tuple[Path, str, float]:
     jb = Path(sys.executable).parent / "jupyter-book"
     if not jb.exists():
         raise BuildFailed("jupyter-book is not installed in this environment: "
                           "pip install -e '.[book]'")
-    env = {**os.environ, "ATTNXAI_PROFILE": "quick"}
     start = time.perf_counter()
-    toc = ["--toc", str(TOC)] if TOC != (ROOT / "_toc.yml").resolve() else []
-    out = subprocess.run([str(jb), "build", str(ROOT), "-W", "--keep-going",
-                          "--path-output", str(OUT), *toc],
+    args = ["--toc", str(toc)] if toc != (ROOT / "_toc.yml").resolve() else []
+    out_html = out / "_build" / "html"
+    run = subprocess.run([str(jb), "build", str(ROOT), *(["-W"] if strict else []), "--keep-going",
+                          "--path-output", str(out), *args],
                          capture_output=True, text=True, env=env, cwd=ROOT)
     seconds = time.perf_counter() - start
-    log = out.stdout + out.stderr
-    if out.returncode != 0:
-        reports = sorted((HTML / "reports").glob("**/*.err.log"))
+    log = run.stdout + run.stderr
+    if run.returncode != 0:
+        reports = sorted((out_html / "reports").glob("**/*.err.log"))
         extra = "\n".join(p.read_text()[-4000:] for p in reports)
-        raise BuildFailed(f"jupyter-book build failed (exit {out.returncode}):\n{log[-8000:]}\n"
+        raise BuildFailed(f"jupyter-book build failed (exit {run.returncode}):\n{log[-8000:]}\n"
                           f"{extra}")
-    return HTML, log, seconds
+    return out_html, log, seconds
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARS}
+    return {**env, "ATTNXAI_PROFILE": "quick", **extra}
+
+
+@functools.lru_cache(maxsize=1)
+def build_site() -> tuple[Path, str, float]:
+    """(html folder, build log, seconds) of the book for _config.yml's repository. Raises
+    BuildFailed with the log's tail."""
+    given = os.environ.get("ATTNXAI_TEST_SITE")
+    if given:
+        return Path(given), f"(using the site at {given}, not built)", 0.0
+    return _build(OUT, TOC, _env())
+
+
+@functools.lru_cache(maxsize=2)
+def build_repository_site(edition: str = "instructor") -> tuple[Path, str, float]:
+    """(html folder, build log, seconds) of :data:`REPOSITORY_PAGES` built for
+    :data:`TEST_REPOSITORY`, in the instructor or the student edition. Not with -W: the pages link
+    to others this small book leaves out."""
+    given = os.environ.get("ATTNXAI_TEST_REPOSITORY_SITE")
+    if given and edition == "instructor":
+        return Path(given), f"(using the site at {given}, not built)", 0.0
+    out = REPOSITORY_OUT if edition == "instructor" else REPOSITORY_OUT.with_name(
+        f"{REPOSITORY_OUT.name}-{edition}")
+    out.mkdir(parents=True, exist_ok=True)
+    toc = out / "_toc.yml"
+    pages = REPOSITORY_PAGES
+    toc.write_text("format: jb-book\nroot: " + pages["root"] + "\nparts:\n"
+                   "  - caption: Front matter\n    chapters:\n"
+                   + "".join(f"      - file: {f}\n" for f in pages["front"])
+                   + "  - caption: Chapters\n    numbered: true\n    chapters:\n"
+                   + "".join(f"      - file: {f}\n" for f in pages["chapters"]))
+    return _build(out, toc, _env(ATTNXAI_REPOSITORY=TEST_REPOSITORY, ATTNXAI_EDITION=edition),
+                  strict=False)

@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
-# The whole book as one PDF (`make pdf`'s build), on the quick model, checked once: too slow for
-# the test command (it runs every chapter and XeLaTeX several times). Needs Debian's TeX packages
-# (README.md, "Teaching from it") and poppler-utils (pdfinfo, pdftotext).
+# The whole book as one PDF (`make pdf`'s build), on the quick model, read page by page by
+# tests/check_pdf.py: ink past the margins, outputs printed as Python reprs, numbering against
+# the site and the syllabus, box titles, the proof index, TeX's overfull boxes. Needs Debian's
+# TeX packages (README.md, "Teaching from it") and poppler-utils (pdfinfo, pdftotext, pdftoppm).
+# tests/test_pdf.py runs it where TeX is installed (and skips, saying so, where it is not).
 #   bash tests/check_pdf.sh            # from the repository root; prints the time it took
+# Pages with a problem are written as PNGs to _build/pdfcheck/shots/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="${BIN:-.venv/bin}"
 out=_build/pdfcheck
 start=$(date +%s)
 mkdir -p "$out/_build"
-# reuse the quick-profile test build's executed chapters when they are there
-if [ -d _build/test/_build/.jupyter_cache-quick ] && [ ! -d "$out/_build/.jupyter_cache-quick" ]; then
+# reuse the quick-profile test build's executed chapters when they are there (afresh: an
+# older copy here may predate a change of the package that the chapters' outputs depend on)
+if [ -d _build/test/_build/.jupyter_cache-quick ]; then
+  rm -rf "$out/_build/.jupyter_cache-quick"
   cp -a _build/test/_build/.jupyter_cache-quick "$out/_build/"
 fi
 ATTNXAI_PROFILE=quick "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going \
   --path-output "$out" > "$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
-pdf="$out/_build/latex/attnxai-book.pdf"
+latex="$out/_build/latex"
+pdf="$latex/attnxai-book.pdf"
 test -s "$pdf" || { echo "no PDF at $pdf"; exit 1; }
-pages=$(pdfinfo "$pdf" | awk '/^Pages:/ {print $2}')
 pdftotext -layout "$pdf" "$out/book.txt"
 fail=0
 for title in "The attention classifier" "Attention weights as explanations" \
@@ -27,8 +32,10 @@ for title in "The attention classifier" "Attention weights as explanations" \
 done
 # unresolved references and undefined macros show as ?? or as raw TeX in the text
 if grep -nE '(^|[^?])[?][?]([^?]|$)' "$out/book.txt" | head -5 | grep -q .; then echo "unresolved references (??)"; fail=1; fi
-if grep -n 'Undefined control sequence' "$out/_build/latex/"*.log | head -3 | grep -q .; then
+if grep -n 'Undefined control sequence' "$latex/"*.log | head -3 | grep -q .; then
   echo "undefined TeX macros"; fail=1
 fi
-echo "PDF: $pdf, $pages pages, $(du -h "$pdf" | cut -f1), built in $(( $(date +%s) - start )) s"
+rm -rf "$out/shots"
+"$BIN/python" tests/check_pdf.py "$latex" --shots "$out/shots" || fail=1
+echo "PDF: $pdf, $(du -h "$pdf" | cut -f1), built and checked in $(( $(date +%s) - start )) s"
 exit $fail

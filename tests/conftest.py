@@ -14,6 +14,9 @@ SHARED_ARCHIVE = Path(__file__).resolve().parents[2] / "shared" / "data" / "aclI
 if not os.environ.get("ATTNXAI_IMDB_ARCHIVE") and SHARED_ARCHIVE.is_file():
     os.environ["ATTNXAI_IMDB_ARCHIVE"] = str(SHARED_ARCHIVE)
 os.environ.setdefault("ATTNXAI_CACHE", str(Path(__file__).resolve().parents[1] / ".cache"))
+# No test reaches the internet: the book's published models are downloaded only from the local
+# servers of tests/test_hub.py, which turn this off for themselves.
+os.environ.setdefault("ATTNXAI_OFFLINE", "1")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

@@ -25,6 +25,54 @@ def test_book_builds_on_quick_profile(quick_model):
     assert "sphinx-thebe" not in chapter and "binder-examples" not in chapter
 
 
+def _site_files(html):
+    """The pages and the downloadable notebooks and sources of a built site."""
+    return [p for p in html.rglob("*") if p.suffix in (".html", ".ipynb", ".md", ".txt")
+            and "reports" not in p.parts]
+
+
+@pytest.mark.slow
+def test_no_folder_of_the_building_machine_reaches_a_reader(quick_model):
+    """No page, downloadable notebook or source shows an absolute path of the machine that built
+    the book (its checkout, the model cache, the home folder): a reader's machine has other
+    folders (the launch cell names the cache relative to the chapter)."""
+    import os
+    from pathlib import Path
+
+    from attnxai.data import cache_dir
+
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    mine = {str(p) for p in (Path(__file__).resolve().parents[1], cache_dir().resolve(),
+                             Path(os.environ.get("ATTNXAI_CACHE", cache_dir())).resolve())}
+    home = str(Path.home().resolve())
+    if home not in ("/", ""):
+        mine.add(home + "/")
+    found = [f"{p.relative_to(html)}: {where}" for p in _site_files(html)
+             for where in sorted(mine) if where in p.read_text(errors="replace")]
+    assert not found, "absolute paths of the building machine:\n" + "\n".join(found[:10])
+
+
+@pytest.mark.slow
+def test_sympy_symbols_are_readable(quick_model):
+    """SymPy output shows symbols a reader can read: no label turned into a subscript
+    (\\alpha_{0 = \\E[\\pi]}) and no argument into one (\\delta_{j(p)})."""
+    import re
+
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    # in SymPy's output (class text_latex): a subscript holding "= \\E[...]" or "j(p)"
+    mangled = re.compile(r"_\{[^{}]*=[^{}]*\[[^{}]*\}|_\{\w+\(\w+\)\}")
+    outputs = re.compile(r'<div class="[^"]*\btext_latex\b[^"]*">(.*?)</div>', re.DOTALL)
+    found = [f"{p.name}: {m.group(0)}" for p in sorted((html / "notebooks").glob("*.html"))
+             for out in outputs.finditer(p.read_text()) for m in mangled.finditer(out.group(1))]
+    assert not found, found[:10]
+
+
 @pytest.mark.slow
 def test_student_site_has_no_solutions(quick_model):
     """The student edition (`make student`'s site): every exercise, no solution, neither on the
@@ -50,14 +98,39 @@ def test_student_site_has_no_solutions(quick_model):
     assert "Executing notebook" not in run.stdout, "the student build ran chapters again"
     html = out / "_build" / "html"
     teacher = OUT / "_build" / "html"
+    ext = _extension()
     for page in sorted((html / "notebooks").glob("*.html")):
         text = page.read_text()
         assert 'class="solution' not in text, page.name
         assert text.count('class="exercise') == \
             (teacher / "notebooks" / page.name).read_text().count('class="exercise'), page.name
+        # this build names no repository (as the test build): no launch button at all
+        assert "colab.research.google.com" not in text and "mybinder.org" not in text, page.name
+    for page in [html / "book" / "syllabus.html", *sorted((html / "notebooks").glob("*.html"))]:
+        assert ext.STUDENT_BANNER.split(":")[0] in page.read_text(), page.name
+    syllabus = (html / "book" / "syllabus.html").read_text()
+    assert "This is the student edition" in syllabus and "instructor edition:" not in syllabus
+    assert "This is the instructor edition" in (teacher / "book" / "syllabus.html").read_text()
     for src in (html / "_sources").rglob("*"):
         if src.suffix in (".md", ".ipynb"):
             assert "{solution" not in src.read_text(), src
+
+
+def test_student_launch_buttons_open_the_student_branch(quick_model):
+    """With a repository named, the student edition's Binder and Colab buttons open the student
+    branch's solution-free notebook of the chapter (a few pages, booksite.REPOSITORY_PAGES)."""
+    from booksite import REPOSITORY_PAGES, build_repository_site
+
+    try:
+        html, _, _ = build_repository_site("student")
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    ext = _extension()
+    for chapter in REPOSITORY_PAGES["chapters"]:
+        text = (html / f"{chapter}.html").read_text()
+        assert 'class="solution' not in text, chapter
+        assert f"/blob/{ext.STUDENT_BRANCH}/{chapter}.ipynb" in text, chapter
+        assert f"/{ext.STUDENT_BRANCH}?urlpath=lab/tree/{chapter}.ipynb" in text, chapter
 
 
 def _extension():
@@ -86,6 +159,37 @@ def test_repository_comes_from_the_environment(monkeypatch):
         ext.repository_override()
 
 
+def test_no_repository_means_no_button_and_no_address(monkeypatch):
+    """Without a repository (none in _config.yml, none in the environment) the build turns off the
+    repository button and the launch services, and the pages' substitutions say so in words;
+    with one, everything points there."""
+    from types import SimpleNamespace
+
+    ext = _extension()
+    monkeypatch.delenv("ATTNXAI_REPOSITORY", raising=False)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    launch = {"notebook_interface": "jupyterlab", "binderhub_url": "https://mybinder.org",
+              "colab_url": "https://colab.research.google.com", "thebe": False}
+
+    def configured(url):
+        config = SimpleNamespace(html_theme_options={"repository_url": url, "launch_buttons": launch},
+                                 myst_substitutions={})
+        ext._repository_options(config)
+        return config.html_theme_options, config.myst_substitutions
+
+    opts, subs = configured("")
+    assert opts["use_repository_button"] is False and opts["repository_url"] == ""
+    assert not {"binderhub_url", "colab_url"} & set(opts["launch_buttons"])
+    assert subs["repository_url"] == "" and "github" not in " ".join(subs.values())
+    assert subs["launch_note"] and subs["clone"] == "take a copy of the book's source"
+    monkeypatch.setenv("ATTNXAI_REPOSITORY", "me/mine")
+    opts, subs = configured("")
+    assert opts["use_repository_button"] is True
+    assert opts["repository_url"] == "https://github.com/me/mine"
+    assert opts["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert subs["clone"] == "clone [me/mine](https://github.com/me/mine)" and subs["launch_note"] == ""
+
+
 def test_source_maps_are_dropped(tmp_path):
     ext = _extension()
     (tmp_path / "a.js").write_text("var a = 1;\n//# sourceMappingURL=a.js.map\n")
@@ -108,3 +212,54 @@ def test_bibliography_labels_are_author_year():
     assert labels["jain2019attention"] == "Jain and Wallace, 2019"
     for key, entry in bib.entries.items():     # every entry links somewhere
         assert {"doi", "eprint", "url"} & set(entry.fields), key
+
+
+def test_the_student_edition_says_so_and_launches_its_branch(monkeypatch):
+    """ATTNXAI_EDITION=student: the edition is a Sphinx tag ({only} in the syllabus), every page
+    has the banner, and the launch buttons open the student branch; the instructor edition
+    keeps the repository's branch and has no banner."""
+    from types import SimpleNamespace
+
+    from booksite import ROOT
+
+    ext = _extension()
+    for name, branch in (("student", ext.STUDENT_BRANCH), ("instructor", "main")):
+        monkeypatch.setenv("ATTNXAI_EDITION", name)
+        app = SimpleNamespace(tags=set())
+        config = SimpleNamespace(html_theme_options={"repository_branch": "main"})
+        ext._edition_config(app, config)
+        assert name in app.tags
+        assert config.html_theme_options["repository_branch"] == branch
+        assert ("announcement" in config.html_theme_options) == (name == "student")
+    syllabus = (ROOT / "book" / "syllabus.md").read_text()
+    assert "```{only} student" in syllabus and "```{only} instructor" in syllabus
+
+
+PRINTABLE = {"text/latex", "text/markdown", "image/png", "image/jpeg", "application/pdf"}
+
+
+@pytest.mark.slow
+def test_every_rich_output_has_a_form_the_pdf_can_print(quick_model):
+    """An output that the site shows as HTML needs a LaTeX (or image) form too, or the PDF
+    prints its Python repr (README.md, chapter conventions 9). Read in the executed chapters of
+    the test build, so it holds where TeX is not installed too (tests/test_pdf.py reads the PDF
+    itself where it is)."""
+    import json
+
+    try:
+        html, _, _ = build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    executed = sorted((html.parent / "jupyter_execute").rglob("*.ipynb"))
+    assert executed, "no executed notebooks in the test build"
+    missing = []
+    for path in executed:
+        for cell in json.loads(path.read_text())["cells"]:
+            if "hide-output" in cell.get("metadata", {}).get("tags", []):
+                continue                                   # not in the PDF either
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                if "text/html" in data and not PRINTABLE & set(data):
+                    plain = "".join(data.get("text/plain", ""))[:60]
+                    missing.append(f"{path.stem}: {plain}")
+    assert not missing, f"{len(missing)} outputs with only an HTML form: {missing[:10]}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import math
 import os
 import re
 import shutil
@@ -36,7 +37,8 @@ import pytest
 import yaml
 
 from attnxai import course
-from booksite import ROOT, TOC, BuildFailed, build_site
+from booksite import (REPOSITORY_PAGES, ROOT, TEST_REPOSITORY, TOC, BuildFailed,
+                      build_repository_site, build_site)
 
 pytestmark = pytest.mark.slow
 
@@ -48,6 +50,9 @@ PHONE = {"width": 390, "height": 844}
 #: A figure may be shown smaller than it was drawn (CSS px = its pixels / 2), but not by more
 #: than this: below it, labels drawn at 10 pt are no longer readable.
 MIN_FIGURE_SCALE = 0.74
+#: On a desktop a figure fits its column whole (no scrolling) and is shown at least this share
+#: of its drawn size: plots.MAX_WIDTH (7.2 in, 720 px) in the 672 px figure column is 93 %.
+MIN_DESKTOP_FIGURE_SCALE = 0.9
 PRF_KINDS = ("definition", "lemma", "theorem", "proposition", "corollary", "proof", "example",
              "remark", "conjecture", "axiom", "criterion", "algorithm", "observation", "property")
 
@@ -58,6 +63,9 @@ TEX = [
     re.compile(r"[_^]\{[^}\n]{1,40}\}"),                      # x_{t}, e^{-8}
 ]
 
+#: Display equations outside theorem-like boxes that may still scroll sideways on each screen
+#: (MathJax breaks the others into lines; see test_display_equations_fit_the_column).
+MAX_SCROLLING_EQUATIONS = {"desktop": 0, "phone": 3}
 #: The longest a page may take to settle (fonts, MathJax, the book's script): a bound for a
 #: page that never settles, not a delay; a loaded machine takes a few seconds at most.
 SETTLE_TIMEOUT_MS = 120_000
@@ -91,12 +99,24 @@ JS_TEXT = """() => {
 
 JS_IMAGES = """() => Array.from(document.images).map(img => {
   const r = img.getBoundingClientRect();
+  const holder = img.closest("figure") || img.parentElement, cs = getComputedStyle(holder);
   return {src: img.getAttribute("src"), alt: img.getAttribute("alt"), ok: img.complete && img.naturalWidth > 0,
           natural: img.naturalWidth, shown: r.width, content: !!img.closest("article.bd-article"),
           output: !!img.closest(".cell_output"),
+          room: holder.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
           caption: (img.closest("figure") && img.closest("figure").querySelector("figcaption"))
                    ? img.closest("figure").querySelector("figcaption").textContent.trim() : ""};
 })"""
+
+# Every token shading (attnxai.plots.TokenShading): its key, and each token's weight and colour;
+# and shaded spans in outputs that are not one (a shading without the book's key).
+JS_SHADING = """() => ({
+  shadings: Array.from(document.querySelectorAll("article .attnxai-shading")).map(s => ({
+    key: (s.querySelector(".attnxai-key") || {textContent: ""}).textContent.trim(),
+    tokens: Array.from(s.querySelectorAll(".attnxai-tok")).map(t => ({
+      w: t.dataset.weight, bg: getComputedStyle(t).backgroundColor}))})),
+  stray: Array.from(document.querySelectorAll("article .cell_output span[style*='background']"))
+    .filter(x => !x.closest(".attnxai-shading, .attnxai-key")).length})"""
 
 JS_CHAPTER = """() => {
   const art = document.querySelector("article.bd-article");
@@ -113,13 +133,25 @@ JS_CHAPTER = """() => {
           first_cell_output: output ? output.textContent : ""};
 }"""
 
-JS_OVERFLOW = """() => {
+# Content wider than the column, and its cue. Every element past the column's right edge must sit
+# in a box that scrolls and fits in the column, marked .attnxai-scrolls (its shadows); a block box
+# also has the hint on its own line right above it; inside running text there is no hint (the
+# element scrolls within its line). A hint never sits in running text, never overlaps the box or
+# what precedes it. MathJax's screen-reader MathML (mjx-assistive-mml) is clipped to nothing and
+# is no content. Also returned: every display equation, and those whose content is wider than
+# their box (they scroll), with the theorem-like box they are in.
+JS_WIDE = """() => {
   const art = document.querySelector("article.bd-article");
-  if (!art) return [];
+  if (!art) return {bad: [], equations: [], scrolling: []};
+  const TEXT = "p, li, dt, dd, td, th, figcaption, caption, h1, h2, h3, h4, h5, h6, .admonition-title";
   const right = art.getBoundingClientRect().right + 1;
   const scrolls = el => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
+  const unseen = el => !!el.closest("mjx-assistive-mml, .attnxai-scroll-hint");
+  const name = el => el.tagName.toLowerCase() + (el.className && typeof el.className === "string" ? "." + el.className.trim().split(" ").filter(Boolean).join(".") : "");
+  const math = el => { const m = el.querySelector("mjx-assistive-mml"); return (m || el).textContent.trim().slice(0, 70); };
   const bad = [];
   for (const el of art.querySelectorAll("*")) {
+    if (unseen(el)) continue;
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.right <= right) continue;
     let box = el.parentElement, found = null;
@@ -127,14 +159,35 @@ JS_OVERFLOW = """() => {
       if (scrolls(box) && box.getBoundingClientRect().right <= right) { found = box; break; }
       box = box.parentElement;
     }
-    const what = el.tagName.toLowerCase() + (el.className && typeof el.className === "string" ? "." + el.className.split(" ").join(".") : "");
-    if (!found) { bad.push(`${what} (${Math.round(r.width)} px) overflows the ${Math.round(art.clientWidth)} px column, no scrolling`); continue; }
+    if (!found) { bad.push(`${name(el)} (${Math.round(r.width)} px) overflows the ${Math.round(art.clientWidth)} px column, no scrolling`); continue; }
+    const inText = found.parentElement && found.parentElement.closest(TEXT) && getComputedStyle(found).display.startsWith("inline");
     const hint = found.previousElementSibling;
-    const visible = hint && hint.classList.contains("attnxai-scroll-hint") && hint.getBoundingClientRect().height > 0;
-    if (!found.classList.contains("attnxai-scrolls") || !visible)
-      bad.push(`${what} scrolls inside ${found.tagName.toLowerCase()}.${found.className} without a visible hint`);
+    const hinted = hint && hint.classList.contains("attnxai-scroll-hint") && hint.getBoundingClientRect().height > 0;
+    if (!found.classList.contains("attnxai-scrolls"))
+      bad.push(`${name(el)} scrolls inside ${name(found)} without the scroll cue (.attnxai-scrolls)`);
+    else if (!inText && !hinted)
+      bad.push(`${name(el)} scrolls inside ${name(found)} without a visible hint`);
   }
-  return bad.slice(0, 10);
+  for (const hint of art.querySelectorAll(".attnxai-scroll-hint")) {
+    const h = hint.getBoundingClientRect(), box = hint.nextElementSibling, prev = hint.previousElementSibling;
+    const where = box ? name(box) : "nothing";
+    if (hint.parentElement.closest(TEXT)) bad.push(`a hint inside running text (${name(hint.parentElement.closest(TEXT))}), before ${where}`);
+    if (!box || box.getBoundingClientRect().top < h.bottom - 0.5) bad.push(`a hint overlaps or sits beside the box it announces (${where})`);
+    if (prev && prev.getBoundingClientRect().bottom > h.top + 0.5) bad.push(`a hint overlaps what precedes it (${name(prev)})`);
+  }
+  const equations = [], scrolling = [];
+  for (const eq of art.querySelectorAll('mjx-container[display="true"]')) {
+    const c = eq.getBoundingClientRect();
+    let reach = c.right;
+    for (const x of eq.querySelectorAll("*")) if (!unseen(x)) reach = Math.max(reach, x.getBoundingClientRect().right);
+    const prf = eq.closest("div.proof");
+    const title = prf ? (prf.querySelector(".admonition-title") || prf).textContent.trim().split("(")[0].trim() : null;
+    const item = {math: math(eq), box: title, width: Math.round(reach - c.left), room: Math.round(c.width),
+                  hidden_output: !!eq.closest(".tag_hide-output .cell_output")};
+    equations.push(item);
+    if (reach > c.right + 1) scrolling.push(item);
+  }
+  return {bad: bad.slice(0, 10), equations, scrolling};
 }"""
 
 
@@ -148,8 +201,7 @@ def site(quick_model) -> Path:
     return html
 
 
-@pytest.fixture(scope="module")
-def server(site):
+def _serve(site: Path):
     handler = functools.partial(_QuietHandler, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -157,6 +209,33 @@ def server(site):
     yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     httpd.shutdown()
     httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    yield from _serve(site)
+
+
+@pytest.fixture(scope="module")
+def repository_site(quick_model) -> Path:
+    """A few pages built for TEST_REPOSITORY (tests/booksite.py), as the deploy workflow builds
+    for $GITHUB_REPOSITORY."""
+    try:
+        html, _, _ = build_repository_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    return html
+
+
+@pytest.fixture(scope="module")
+def repository_visits(repository_site, browser) -> dict[tuple[str, str], dict]:
+    results = {}
+    for url in _serve(repository_site):
+        context = browser.new_context(viewport=DESKTOP)
+        for page_name in _pages(repository_site):
+            results[("desktop", page_name)] = _visit(context, url, page_name, full=True)
+        context.close()
+    return results
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -188,14 +267,10 @@ def _pages(site: Path) -> list[str]:
 
 
 def _repository() -> tuple[str, str]:
-    """(repository URL, branch) the site was built for (_config.yml, or the override)."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
-    url = config["url"].rstrip("/")
-    for var in ("ATTNXAI_REPOSITORY", "GITHUB_REPOSITORY"):
-        if os.environ.get(var):
-            url = f"https://github.com/{os.environ[var]}"
-            break
-    return url, config.get("branch", "main")
+    """(repository URL or "", branch) of _config.yml, which the main test site is built for
+    (tests/booksite.py ignores the environment's override)."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text()).get("repository") or {}
+    return course.repository_url(ROOT), config.get("branch", "main")
 
 
 def _source(page: str) -> Path | None:
@@ -246,8 +321,13 @@ def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
     page.route("**/*", route)
     page.goto(server + page_name, wait_until="load")
     unsettled = _settle(page)
+    wide = page.evaluate(JS_WIDE)
     out = {"errors": errors, "external": external, "failed": failed,
-           "overflow": ([unsettled] if unsettled else []) + page.evaluate(JS_OVERFLOW),
+           "overflow": ([unsettled] if unsettled else []) + wide["bad"],
+           "equations": wide["equations"], "scrolling": wide["scrolling"],
+           "maths": page.evaluate("""() => ({
+               on_page: !!document.querySelector("article .math, article mjx-container"),
+               loaded: !!document.querySelector('script[src*="mathjax/"]')})"""),
            "images": page.evaluate(JS_IMAGES)}
     if full:
         out["text"] = page.evaluate(JS_TEXT)
@@ -259,6 +339,7 @@ def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
         out["links"] = page.evaluate("""() => Array.from(document.querySelectorAll("a[href]")).map(a => ({
             href: a.getAttribute("href"), text: a.textContent.trim()}))""")
         out["chapter"] = page.evaluate(JS_CHAPTER)
+        out["shading"] = page.evaluate(JS_SHADING)
     page.close()
     return out
 
@@ -308,6 +389,30 @@ def test_no_raw_tex_in_the_text(visits):
     assert not any(problems.values()), "raw TeX on the page:\n" + _report(problems)
 
 
+#: A number as pandas prints it unformatted, or a negative zero: "50000.000000", "-0.000".
+UNFORMATTED = [re.compile(r"(?<![\w.])\d+\.0{6}(?![\de])"), re.compile(r"(?<![\w.])[-−]0\.0+(?![\d])")]
+
+
+def test_numbers_read_as_numbers(visits):
+    """Tables and generated prose format their numbers: no pandas default of six decimals for a
+    whole number, no negative zero."""
+    problems = {}
+    for (screen, page), v in visits.items():
+        if screen == "desktop":
+            problems[page] = [repr(v["text"][max(0, m.start() - 50):m.end() + 20])
+                              for pattern in UNFORMATTED for m in pattern.finditer(v["text"])]
+    assert not any(problems.values()), _report(problems)
+
+
+def test_mathjax_only_on_pages_with_maths(visits):
+    """MathJax (about 1 MB) is loaded by the pages that show maths, and only by them."""
+    problems = {p: [f"maths on the page: {v['maths']['on_page']}, MathJax loaded: "
+                    f"{v['maths']['loaded']}"]
+                for (s, p), v in visits.items()
+                if s == "desktop" and v["maths"]["on_page"] != v["maths"]["loaded"]}
+    assert not problems, _report(problems)
+
+
 def test_every_image_loads(visits):
     problems = {f"{s}:{p}": [f"{im['src']} did not load" for im in v["images"] if not im["ok"]]
                 for (s, p), v in visits.items()}
@@ -319,10 +424,35 @@ def test_wide_content_scrolls_with_a_hint(visits):
     assert not any(problems.values()), _report(problems)
 
 
+def test_display_equations_fit_the_column(visits):
+    """Every display equation of a theorem, definition, proposition, corollary ... box is readable
+    in full on a desktop, without scrolling; elsewhere, on either screen, at most
+    MAX_SCROLLING_EQUATIONS scroll (MathJax breaks the others into lines). The SymPy expressions
+    that a chapter shows in a hidden output (README: an expression wider than a page goes in a
+    cell tagged hide-output) are counted apart: they are the raw expansions, shown on request."""
+    report = {}
+    for screen in ("desktop", "phone"):
+        found = [(page, eq) for (s, page), v in sorted(visits.items()) if s == screen
+                 for eq in v["scrolling"]]
+        boxed = [(p, e) for p, e in found if e["box"]]
+        shown = [(p, e) for p, e in found if not e["box"] and not e["hidden_output"]]
+        report[screen] = (boxed, shown)
+        listing = "\n".join(f"  {p}: {e['box'] or ''} {e['width']} px in {e['room']} px: {e['math']}"
+                            for p, e in boxed + shown)
+        if screen == "desktop":
+            assert not boxed, f"display equations of theorem-like boxes scroll on a desktop:\n{listing}"
+        assert len(shown) <= MAX_SCROLLING_EQUATIONS[screen], \
+            f"{len(shown)} display equations scroll on a {screen} (at most " \
+            f"{MAX_SCROLLING_EQUATIONS[screen]}):\n{listing}"
+    total = sum(len(v["equations"]) for (s, _), v in visits.items() if s == "desktop")
+    assert total > 0, "no display equation found: is MathJax running?"
+
+
 def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
     """In every chapter of the table of contents: every figure has a caption and alt text (not a
-    file name), is drawn at twice its CSS size, and is not shrunk so much that its labels become
-    unreadable, on a desktop or a phone."""
+    file name), is drawn at twice its CSS size, fits its column whole on a desktop (legend
+    included: nothing to scroll) at nearly its drawn size, and is not shrunk so much that its
+    labels become unreadable on a phone."""
     problems = {}
     for (screen, page), v in visits.items():
         if page not in CHAPTERS:
@@ -343,9 +473,57 @@ def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
                     found.append(f"{name}: {im['natural']} px shown at {im['shown']:.0f} px "
                                  "(not 2x)")
             scale = im["shown"] / (im["natural"] / 2)
+            if screen == "desktop" and (scale < MIN_DESKTOP_FIGURE_SCALE
+                                        or im["shown"] > im["room"] + 1):
+                found.append(f"{name}: drawn {im['natural'] / 2:.0f} px wide for a "
+                             f"{im['room']:.0f} px column, shown at {scale:.0%}"
+                             f"{' and scrolling' if im['shown'] > im['room'] + 1 else ''}: draw "
+                             "it at most plots.MAX_WIDTH wide, panels stacked, legend inside")
             if scale < MIN_FIGURE_SCALE:
                 found.append(f"{name}: shown at {scale:.0%} of its drawn size on a {screen}")
         problems[f"{screen}:{page}"] = found
+    assert not any(problems.values()), _report(problems)
+
+
+def _hue(css: str) -> tuple[str | None, float]:
+    """('green' | 'red' | None, opacity) of a computed background colour."""
+    m = re.match(r"rgba?\(([\d.]+), ([\d.]+), ([\d.]+)(?:, ([\d.]+))?\)", css)
+    if not m:
+        return None, 0.0
+    r, g, b = (float(x) for x in m.group(1, 2, 3))
+    alpha = float(m.group(4)) if m.group(4) is not None else 1.0
+    return ("green" if g > r + 20 else "red" if r > g + 20 else None), alpha
+
+
+def test_token_shadings_follow_the_colour_convention(visits):
+    """Every shaded-token output of the book (book/notation.md, Colours) has a key that names the
+    explainer and the score it shades and says what the colours mean, and every token is green
+    when its weight pushes logit 1 up, red when it pushes it down, unshaded without a weight;
+    no output shades tokens outside that convention."""
+    problems, seen = {}, 0
+    for (screen, page), v in visits.items():
+        if screen != "desktop" or "shading" not in v:
+            continue
+        found = []
+        if v["shading"]["stray"]:
+            found.append(f"{v['shading']['stray']} shaded spans outside a token shading (no key)")
+        for k, sh in enumerate(v["shading"]["shadings"]):
+            seen += 1
+            key = sh["key"]
+            if not re.search(r"[Ss]haded[:,]", key) or "towards" not in key or "away" not in key:
+                found.append(f"shading {k + 1}: its key does not say what is shaded and what the "
+                             f"colours mean: {key[:120]!r}")
+            for t in sh["tokens"]:
+                w = float(t["w"])
+                want = None if not math.isfinite(w) or w == 0 else ("green" if w > 0 else "red")
+                got, alpha = _hue(t["bg"])
+                got = got if alpha >= 0.02 else None       # too faint to have a colour
+                if got != want and not (got is None and alpha < 0.02 and want):
+                    found.append(f"shading {k + 1}: weight {w:+.3g} shown {got or 'unshaded'} "
+                                 f"({t['bg']}), the convention says {want or 'unshaded'}")
+                    break
+        problems[page] = found
+    assert seen, "no token shading found in the book (chapter 1 has some)"
     assert not any(problems.values()), _report(problems)
 
 
@@ -422,8 +600,13 @@ def test_every_chapter_of_the_toc_follows_the_conventions(visits):
     assert len(set(numbers)) == len(numbers), f"chapter numbers repeat: {numbers}"
 
 
-def test_launch_download_and_repository_links(visits, site):
-    url, branch = _repository()
+def _link_problems(visits, site: Path, url: str, branch: str, chapters: list[str]):
+    """What is wrong with the links of a site built for the repository ``url`` ("" for none):
+    with one, a link to it on every page and Binder and Colab buttons on the chapters, pointing
+    there; with none, no repository link, no launch button, no made-up address anywhere; on both,
+    launch buttons only on the chapters (the pages Colab can open: an .ipynb beside the .md),
+    the executed notebook in the download menu of every notebook page, its launch cell installing
+    from the repository or from nowhere, and every internal link resolving."""
     owner_repo = url.removeprefix("https://github.com/")
     problems = {}
     for (screen, page), v in visits.items():
@@ -431,37 +614,49 @@ def test_launch_download_and_repository_links(visits, site):
             continue
         found = []
         hrefs = [a["href"] for a in v["links"]]
-        if url not in hrefs:
+        html = (site / page).read_text()
+        if url and url not in hrefs:
             found.append(f"no link to the repository {url}")
-        md = _source(page)
-        is_notebook = md is not None and md.read_text().lstrip().startswith("---") \
-            and "kernelspec" in md.read_text()[:400]
-        if page in CHAPTERS or (is_notebook and page.startswith("notebooks/")):
-            stem = Path(page).with_suffix("").as_posix()
-            ext = r"\.ipynb" if page in CHAPTERS else r"\.(ipynb|md)"
-            binder = [h for h in hrefs if h.startswith("https://mybinder.org/")]
-            colab = [h for h in hrefs if h.startswith("https://colab.research.google.com/")]
+        if not url and ("source-repository-button" in html or 'git+https://' in html):
+            found.append("a repository button or an install address, with no repository named")
+        for fake in ("OWNER/REPOSITORY", "OWNER", "REPOSITORY"):
+            if re.search(rf"\b{fake}\b", v["text"]) or fake in "".join(hrefs):
+                found.append(f"the placeholder {fake!r} is on the page")
+                break
+        stem = Path(page).with_suffix("").as_posix()
+        binder = [h for h in hrefs if h.startswith("https://mybinder.org/")]
+        colab = [h for h in hrefs if h.startswith("https://colab.research.google.com/")]
+        if page in chapters and url:
             want_b = (rf"^https://mybinder\.org/v2/gh/{re.escape(owner_repo)}/{re.escape(branch)}"
-                      rf"\?urlpath=lab/tree/{re.escape(stem)}{ext}$")
+                      rf"\?urlpath=lab/tree/{re.escape(stem)}\.ipynb$")
             if len(binder) != 1 or not re.match(want_b, binder[0]):
                 found.append(f"Binder link {binder}")
             want_c = (rf"^https://colab\.research\.google\.com/github/{re.escape(owner_repo)}/"
-                      rf"blob/{re.escape(branch)}/{re.escape(stem)}")
-            if page in CHAPTERS:
-                if len(colab) != 1 or not re.match(want_c + r"\.ipynb$", colab[0]):
-                    found.append(f"Colab link {colab}")
-                elif not (ROOT / f"{stem}.ipynb").is_file():
-                    found.append(f"Colab opens {stem}.ipynb, which is not in the repository")
+                      rf"blob/{re.escape(branch)}/{re.escape(stem)}\.ipynb$")
+            if len(colab) != 1 or not re.match(want_c, colab[0]):
+                found.append(f"Colab link {colab}")
+            elif not (ROOT / f"{stem}.ipynb").is_file():
+                found.append(f"Colab opens {stem}.ipynb, which is not in the repository")
+        elif binder or colab:
+            found.append(f"launch buttons on a page that is not a chapter with a notebook, or with "
+                         f"no repository named: {binder + colab}")
+        md = _source(page)
+        if md is not None and md.read_text().lstrip().startswith("---") \
+                and "kernelspec" in md.read_text()[:400]:
             downloads = [h for h in hrefs if h.endswith(".ipynb") and "_sources" in h]
             if len(downloads) != 1:
                 found.append(f"download .ipynb links: {downloads}")
             else:
-                nb_path = (site / Path(page).parent / downloads[0]).resolve()
                 try:
-                    nb = json.loads(nb_path.read_text())
+                    nb = json.loads((site / Path(page).parent / downloads[0]).resolve().read_text())
                     assert nb["nbformat"] == 4 and nb["cells"]
+                    first = "".join(next(c["source"] for c in nb["cells"] if c["cell_type"] == "code"))
                 except Exception as exc:      # noqa: BLE001 - reported below
                     found.append(f"download {downloads[0]}: not a notebook ({exc})")
+                else:
+                    if first.startswith(course.LAUNCH_MARKER) and first != course.launch_cell(url):
+                        found.append(f"the downloaded notebook's launch cell is not the one for "
+                                     f"{url or 'no repository'}: {first[:300]!r}")
         # every internal link resolves to a file of the site
         for a in v["links"]:
             href = a["href"]
@@ -474,6 +669,29 @@ def test_launch_download_and_repository_links(visits, site):
             if not path.exists():
                 found.append(f"broken internal link {href}")
         problems[page] = found
+    return problems
+
+
+def test_launch_download_and_repository_links(visits, site):
+    """The site for _config.yml's repository (none while the book is unpublished)."""
+    url, branch = _repository()
+    problems = _link_problems(visits, site, url, branch, CHAPTERS)
+    assert not any(problems.values()), _report(problems)
+
+
+def test_a_build_for_a_repository_points_there(repository_visits, repository_site):
+    """The few pages built for TEST_REPOSITORY (as the deploy workflow builds for
+    $GITHUB_REPOSITORY): every button, link and launch cell points there, launch buttons on the
+    chapter only."""
+    url = f"https://github.com/{TEST_REPOSITORY}"
+    branch = _repository()[1]
+    chapters = [f"{c}.html" for c in REPOSITORY_PAGES["chapters"]]
+    assert set(chapters) <= {p for _, p in repository_visits}, "the chapter was not built"
+    problems = _link_problems(repository_visits, repository_site, url, branch, chapters)
+    problems = {p: [f for f in found if not f.startswith("broken internal link")]
+                for p, found in problems.items()}   # this small book leaves pages out
+    launch = repository_visits[("desktop", chapters[0])]["chapter"]["first_cell_source"]
+    assert f'git+{url}"' in launch, f"the chapter's launch cell does not install from {url}"
     assert not any(problems.values()), _report(problems)
 
 
@@ -509,6 +727,11 @@ def test_search_returns_results(server, browser, query):
     results.first.wait_for(timeout=20000)
     n = results.count()
     links = [results.nth(i).locator("a").first.get_attribute("href") for i in range(min(n, 5))]
+    # each result's snippet is fetched from its page: wait for the first, read those there
+    page.locator("#search-results ul.search li p.context").first.wait_for(timeout=20000)
+    snippets = page.locator("#search-results ul.search li p.context").all_text_contents()
     page.close()
     assert n >= 2, f"search for {query!r}: {n} results"
     assert all(h and ".html" in h for h in links), links
+    raw = [s for s in snippets if any(p.search(s) for p in TEX)]
+    assert not raw, f"search snippets with raw TeX: {raw[:3]}"

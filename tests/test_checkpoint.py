@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import torch
 
 from attnxai import AttentionClassifier, Pretrained, Vocab, checkpoint, cli, data, files, trained
 from attnxai.cache import FORMAT_VERSION, cache_key
-from attnxai.checkpoint import MANIFEST, CheckpointError, CheckpointWarning, load, save
+from attnxai.checkpoint import MANIFEST, CheckpointError, load, save
 from attnxai.data import CacheError
 from attnxai.profiles import get_config
 
@@ -106,7 +107,8 @@ def test_flipped_byte_in_the_weights_is_refused(saved):
         load(path)
     msg = str(err.value)
     assert "model.safetensors does not match its manifest" in msg
-    assert f"rm -rf '{path}'" in msg and "python -m attnxai train --profile quick" in msg
+    assert f"rm -rf {shlex.quote(str(path))})" in msg
+    assert "python -m attnxai train --profile quick" in msg
 
 
 def test_vocab_short_by_1000_words_is_refused(saved):
@@ -168,63 +170,64 @@ def make_legacy(path: Path) -> None:
     (path / MANIFEST).unlink()
 
 
-def test_legacy_checkpoint_is_checked_and_adopted_once(saved):
+def test_a_checkpoint_without_manifest_is_refused_until_adopted(saved, capsys):
+    """Before (issue 22, item 2): with manifest.json deleted, a checkpoint whose weights had been
+    edited loaded as a "legacy checkpoint", a new manifest recorded the damage as good and `info`
+    then said the files matched. Now it is refused; only `attnxai adopt` trusts it, saying so."""
     pre, path = saved
     make_legacy(path)
-    with pytest.warns(CheckpointWarning, match="had no manifest.json .* was written"):
-        back = load(path)
-    assert same_weights(pre, back)
+    with pytest.raises(CheckpointError, match=r"has no manifest.json, so its files cannot be "
+                                              r"verified.*python -m attnxai adopt"):
+        load(path)
+    assert not (path / MANIFEST).exists()                     # nothing written by a load
+    with pytest.raises(CheckpointError, match="has no manifest.json"):
+        checkpoint.checkpoint_files(path)                     # nor shipped to a cluster
+    assert cli.main(["info", "--path", str(path)]) == 2
+    assert "attnxai adopt" in capsys.readouterr().err
+    assert cli.main(["adopt", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Checked first" in out and "Trusted: that the files are as they were saved" in out
     m = json.loads((path / MANIFEST).read_text())
     assert "adopted" in m and m["files"]["model.safetensors"]["sha256"] == \
         data.file_sha256(path / "model.safetensors")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        load(path)                                            # verified now, silently
+        assert same_weights(pre, load(path))                  # verified now, silently
+    assert cli.main(["info", "--path", str(path)]) == 0
+    assert "written by `attnxai adopt`" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="already has a manifest.json"):
+        checkpoint.adopt(path)
     flip_byte(path / "model.safetensors", data_offset(path / "model.safetensors") + 3)
     with pytest.raises(CheckpointError, match="does not match its manifest"):
         load(path)                                            # and protected from then on
 
 
-def test_legacy_checkpoint_consistency_checks(saved):
+def test_adoption_makes_every_check_that_needs_no_manifest(saved):
     """Without a manifest, what can be checked is: a vocab.json short by 1,000 words (against the
-    embedding and config.json), a damaged header, NaN weights."""
+    embedding and config.json), a damaged header, NaN weights: adopt refuses each."""
     _, path = saved
     make_legacy(path)
     words = json.loads((path / "vocab.json").read_text())
     (path / "vocab.json").write_text(json.dumps(words[:-1000]))
     with pytest.raises(CheckpointError, match=r"vocab.json has 203 words .* 1203 rows.*\("
                                               r"vocab.json is the odd one out\)"):
-        load(path)
+        checkpoint.adopt(path)
     assert not (path / MANIFEST).exists()                     # nothing adopted when refused
     (path / "vocab.json").write_text('{"w0": 3}')
     with pytest.raises(CheckpointError, match=r"vocab.json cannot be read \(TypeError: vocab.json "
                                               r"must hold a JSON list"):
-        load(path)
+        checkpoint.adopt(path)
     (path / "vocab.json").write_text(json.dumps(words))
     f = path / "model.safetensors"
     raw = f.read_bytes()
     f.write_bytes(raw[:-100])
     with pytest.raises(CheckpointError, match=r"model.safetensors cannot be read \(Safetensor"):
-        load(path)
+        checkpoint.adopt(path)
     state = checkpoint.load_safetensors(raw)
     state["W_q"][0, 0, 0] = float("nan")
     f.write_bytes(checkpoint.save_safetensors(state))
     with pytest.raises(CheckpointError, match=r"NaN or infinite weights in \['W_q'\]"):
-        load(path)
-
-
-def test_legacy_checkpoint_in_an_unwritable_folder_still_loads(saved, monkeypatch):
-    _, path = saved
-    make_legacy(path)
-
-    def refuse(*a, **k):
-        raise PermissionError(13, "Permission denied")
-
-    monkeypatch.setattr(files.tempfile, "mkstemp", refuse)
-    checkpoint._WARNED.discard(str(path.resolve()))
-    with pytest.warns(CheckpointWarning, match=r"no manifest could be written \(the folder is not "
-                                               r"writable \(Permission denied\)\)"):
-        load(path)
+        checkpoint.adopt(path)
     assert not (path / MANIFEST).exists()
 
 

@@ -262,15 +262,30 @@ def test_check_lime_corpus_finds_a_changed_value(quick_model, tmp_path, capsys):
     X.run_lime_corpus(out, reviews=2, bow="both", approximations=["paper", "limit"], **SMALL)
     assert check.main([str(out), "--reviews", "2"]) == 0
     assert "every value is the same, bit for bit" in capsys.readouterr().out
+    from attnxai.experiment import store
+
     part = sorted(out.glob("part-*.parquet"))[0]
     df = pd.read_parquet(part)
     coef = [np.array(c, dtype=float) for c in df["limit__coef"]]
     coef[0][0] *= 1 + 1e-15
     df["limit__coef"] = coef
-    df.to_parquet(part, index=False)
+    store.rewrite_part(part, df)            # a rerun that computed another value (not damage)
     assert check.main([str(out), "--reviews", "2"]) == 1
     text = capsys.readouterr().out
     assert "limit__coef" in text and "1 columns differ" in text and "paper__coef" not in text
     meta = json.loads((out / "_meta.json").read_text())
     (out / "_meta.json").write_text(json.dumps({**meta, "model": "quick-0000"}))
     assert check.main([str(out), "--reviews", "2"]) == 2
+
+
+def test_header_lines_hide_the_machines_folders(tmp_path):
+    """A committed summary's header, shown in a chapter, names no folder of the machine that
+    made it: an absolute path in the recorded command is shown by its last part."""
+    summary = tmp_path / "s.csv"
+    summary.write_text("# command: python -m attnxai lime-experiment --out /home/me/results/run_1 "
+                       "--x ./rel/dir\n#   code: abc; https://example.org/a/b\nn\n1\n")
+    lines = X.header_lines(summary)
+    assert lines[0] == ("command: python -m attnxai lime-experiment --out …/run_1 --x ./rel/dir")
+    assert lines[1] == "  code: abc; https://example.org/a/b"
+    committed = X.header_lines(X.book_data("lime_corpus_summary.csv"))
+    assert committed and not any(" /" in line for line in committed)

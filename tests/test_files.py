@@ -77,4 +77,5 @@ def test_the_cache_names_and_reads_back_a_profiles_folder(tmp_path, monkeypatch)
     assert "python -m attnxai train --profile quick" in hint and "ATTNXAI_CACHE" not in hint
     monkeypatch.setenv("ATTNXAI_CACHE", os.fspath(tmp_path / "other"))
     assert f"ATTNXAI_CACHE={tmp_path} " in cache.rebuild_hint(folders[0])
-    assert "save the model again" in cache.rebuild_hint(tmp_path / "somewhere")
+    assert "Save the model into that folder again" in cache.rebuild_hint(tmp_path / "somewhere")
+    assert "rm " not in cache.rebuild_hint(tmp_path / "somewhere")

@@ -70,17 +70,38 @@ def test_a_new_chapter_in_the_toc_without_the_conventions_is_caught(tmp_path):
 @pytest.mark.parametrize("md", LAUNCHED, ids=lambda p: p.stem)
 def test_launch_cell_installs_from_the_configured_repository(md):
     cell = course.launch_cell_source(md.read_text())
-    assert cell == course.LAUNCH_CELL.format(url=course.repository_url(ROOT)), (
-        f"{md.name}: the launch cell differs from attnxai.course.LAUNCH_CELL for _config.yml's "
+    assert cell == course.launch_cell(course.repository_url(ROOT)), (
+        f"{md.name}: the launch cell differs from attnxai.course.launch_cell() for _config.yml's "
         "repository; run `python -m attnxai notebooks --launch-cells`")
 
 
 def test_launch_cell_is_valid_ipython():
     from IPython.core.inputtransformer2 import TransformerManager
 
-    code = TransformerManager().transform_cell(course.LAUNCH_CELL.format(url="https://x/y"))
+    code = TransformerManager().transform_cell(course.launch_cell("https://github.com/x/y"))
     compile(code, "<launch cell>", "exec")
-    assert "run_line_magic('pip'" in code
+    assert "run_line_magic('pip'" in code and "git+https://github.com/x/y" in code
+    local = TransformerManager().transform_cell(course.launch_cell(""))
+    compile(local, "<launch cell>", "exec")
+    assert "pip" not in local.replace("pip install -e .", "") and "github" not in local
+
+
+def test_no_repository_no_placeholder(tmp_path):
+    """With no repository in _config.yml the launch cells install nothing (no made-up address);
+    with one they install from it; a placeholder owner/name is never in a chapter."""
+    (tmp_path / "_config.yml").write_text("repository:\n  url: ''\n")
+    assert course.repository_url(tmp_path) == ""
+    (tmp_path / "_config.yml").write_text("title: x\n")
+    assert course.repository_url(tmp_path) == ""
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://github.com/a/b/\n")
+    assert course.repository_url(tmp_path) == "https://github.com/a/b"
+    text = (ROOT / "notebooks" / "01_model.md").read_text()
+    with_repo = course.with_launch_cell(text, "https://github.com/a/b")
+    assert 'git+https://github.com/a/b"' in with_repo
+    assert course.with_launch_cell(with_repo, "") == course.with_launch_cell(text, "")
+    for md in LAUNCHED:
+        assert "OWNER/REPOSITORY" not in md.read_text() and \
+            "OWNER/REPOSITORY" not in md.with_suffix(".ipynb").read_text(), md.name
 
 
 def test_ipynb_beside_the_chapters_are_in_sync():
@@ -181,3 +202,14 @@ def test_binder_installs_the_package_and_opens_md_as_notebooks():
     assert viewers["markdown"] == "Jupytext Notebook"
     # repo2docker ignores the root's files when one of these folders exists
     assert not (ROOT / "binder").exists() and not (ROOT / ".binder").exists()
+
+
+def test_the_launch_cell_shows_no_folder_of_the_machine(tmp_path, monkeypatch):
+    """The launch cell's output is read on the site and in downloaded notebooks: the cache is
+    named relative to the chapter's folder or the home folder, never by an absolute path."""
+    chapter = tmp_path / "book" / "notebooks"
+    chapter.mkdir(parents=True)
+    monkeypatch.chdir(chapter)
+    assert course.shown_path(tmp_path / "book" / ".cache") == "../.cache"
+    assert course.shown_path(Path.home() / ".cache" / "attnxai") == "~/.cache/attnxai"
+    assert course.shown_path("/srv/elsewhere/cache") == "…/cache"

@@ -27,3 +27,12 @@ def test_environment_yml_matches_pyproject():
 def test_torch_pinned_in_constraints():
     lines = (ROOT / "constraints.txt").read_text().splitlines()
     assert "torch==2.13.0" in lines
+
+
+def test_binder_installs_the_cpu_build_of_torch():
+    """Binder's Linux machine gets torch from PyTorch's CPU wheel index (a +cpu wheel is
+    2.13.0 to pip's ==2.13.0), not the default index's CUDA build."""
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    options = [s.split() for s in pip if s.startswith("-")]
+    assert ["--extra-index-url", "https://download.pytorch.org/whl/cpu"] in options

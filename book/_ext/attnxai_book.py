@@ -1,19 +1,32 @@
 """The book's own Sphinx extension (loaded from _config.yml, ``sphinx.local_extensions``).
 
-* **Repository.** _config.yml's ``repository.url`` is the one place the book's repository is set;
-  ``$ATTNXAI_REPOSITORY`` or, in GitHub Actions, ``$GITHUB_REPOSITORY`` (``owner/name``) replaces
-  it, so a fork's deploy workflow publishes a site whose buttons point to the fork.
+* **Repository.** _config.yml's ``repository.url`` is the one place the book's repository is set
+  (empty until the book is published); ``$ATTNXAI_REPOSITORY`` or, in GitHub Actions,
+  ``$GITHUB_REPOSITORY`` (``owner/name``) replaces it, so a fork's deploy workflow publishes a
+  site whose buttons point to the fork. With a repository: the repository button, the footer
+  link, Binder and Colab buttons on the chapters (the pages with an ``.ipynb`` beside their
+  ``.md``, which Colab opens), and launch cells that install attnxai from it. With none, none
+  of these: no button, no link and no launch cell points to a made-up address, and the pages'
+  substitutions (``{{ repository }}``, ``{{ clone }}``, ``{{ launch_note }}``,
+  ``{{ cite_repository }}``) say so in words.
 * **Execution caches.** The quick profile's executed chapters go to ``.jupyter_cache-quick``,
   never into the paper profile's ``.jupyter_cache`` (jupyter-cache does not know the profile).
 * **Editions.** ``ATTNXAI_EDITION=student`` builds the site without solutions (sphinx-exercise's
   ``hide_solutions``) and strips them from the downloadable ``_sources`` too; it reuses the
-  execution cache of the instructor build of the same profile, so nothing runs twice.
+  execution cache of the instructor build of the same profile, so nothing runs twice. Its
+  launch buttons open the branch ``student`` (chapters without solutions, pushed by the deploy
+  workflow), every page has a banner that names the edition, and the edition is a Sphinx tag
+  (``{only} student`` / ``{only} instructor``).
 * **Footer** (``html.extra_footer`` of _config.yml): ``{licence}`` and ``{repository}`` become the
   licence page (relative to each page) and the repository URL.
 * **Bibliography style** ``attnxai``: author-year labels, sorted by author and year, with DOI,
   arXiv and URL links (pybtex's ``unsrt`` formatting).
 * **LaTeX/PDF**: the MathJax macros of _config.yml become ``\\newcommand``s in the preamble, so
-  the PDF typesets the same maths as the site.
+  the PDF typesets the same maths as the site; chapters, theorems, exercises and figures are
+  numbered as on the site (front and back matter unnumbered); a box never leaves its title at
+  a page foot, a proof box is titled; cell outputs' LaTeX tables go in as tables and Markdown
+  tables get column widths that fit (LATEX_PREAMBLE, _latex_transforms); the proof index names
+  its entries ("Theorem 3.1 (title)").
 * **Weight**: the theme's JavaScript source maps (``*.map``) are not shipped.
 """
 
@@ -22,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -31,6 +45,12 @@ from pybtex.style.labels import BaseLabelStyle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_EDITION = "ATTNXAI_EDITION"
+#: The branch that holds the student edition's chapters (no solutions): the deploy workflow
+#: pushes it (`python -m attnxai notebooks --student --in-place`), the student site's Binder
+#: and Colab buttons open it.
+STUDENT_BRANCH = "student"
+STUDENT_BANNER = ("Student edition: the exercises come without their solutions, and the Binder "
+                  "and Colab buttons open notebooks without them.")
 ENV_REPOSITORY = ("ATTNXAI_REPOSITORY", "GITHUB_REPOSITORY")
 _OWNER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
 
@@ -83,15 +103,43 @@ register_plugin("pybtex.style.formatting", "attnxai", AttnxaiStyle)
 
 
 # ---------------------------------------------------------------- configuration
-def _config_inited(app, config):
-    url = repository_override()
-    if url:
-        config.html_theme_options["repository_url"] = url
-    url = config.html_theme_options.get("repository_url", "")
+def repository(config) -> str:
+    """The repository this build names: the environment's, else _config.yml's; "" for none."""
+    return repository_override() or str(config.html_theme_options.get("repository_url") or "").strip()
+
+
+def _repository_options(config) -> None:
+    """Buttons, launch buttons and substitutions for the build's repository, or for none."""
+    url = repository(config).rstrip("/")
+    opts = config.html_theme_options
+    opts["repository_url"] = url
+    opts["use_repository_button"] = bool(url)
+    if not url:
+        # no launch service can open a repository that is not named (attnxai_book takes over
+        # the theme's copy of the executed notebook for the download menu: see _page_context)
+        opts["launch_buttons"] = {k: v for k, v in (opts.get("launch_buttons") or {}).items()
+                                  if k not in ("binderhub_url", "colab_url", "jupyterhub_url",
+                                               "deepnote_url", "jupyterlite_url")}
+    name = url.removeprefix("https://github.com/")
     subs = dict(config.myst_substitutions or {})
     subs.setdefault("repository_url", url)
-    subs.setdefault("repository", f"[{url.removeprefix('https://github.com/')}]({url})")
+    subs.setdefault("repository", f"[{name}]({url})" if url else "the book's source")
+    subs.setdefault("clone", f"clone [{name}]({url})" if url else "take a copy of the book's source")
+    subs.setdefault("clone_capital", subs["clone"][0].upper() + subs["clone"][1:])
+    subs.setdefault("cite_repository", f"the repository's URL ({url})" if url
+                    else "where you found the book")
+    subs.setdefault("launch_note", "" if url else (
+        "*This build of the book names no repository (`repository.url` in `_config.yml` is empty), "
+        "so its pages have no launch buttons and its launch cells install nothing: install "
+        "`attnxai` from the book's folder (`pip install -e .`), as below.*"))
     config.myst_substitutions = subs
+
+
+def _config_inited(app, config):
+    _repository_options(config)
+    # One search field, the sidebar's: pydata-sphinx-theme >= 0.16 adds another in a top bar that
+    # holds nothing else (sphinx-book-theme has its own header with a search button).
+    config.html_theme_options.setdefault("navbar_persistent", [])
     # jupyter-cache keys a notebook on its code cells only, so the paper and quick profiles
     # (same code, different outputs) must never share a cache: the quick profile's is
     # .jupyter_cache-quick beside the default one.
@@ -121,13 +169,81 @@ def _config_inited(app, config):
     config.latex_elements = latex
 
 
-def _page_context(app, pagename, templatename, context, doctree):
+def _footer(app, context) -> None:
     footer = context.get("theme_extra_footer")
     if footer and "{" in footer:
-        licence = context["pathto"]("book/licence")
-        repo = app.config.html_theme_options.get("repository_url", "")
-        context["theme_extra_footer"] = footer.replace("{licence}", licence) \
-            .replace("{repository}", repo)
+        url = app.config.html_theme_options.get("repository_url", "")
+        link = f'; <a href="{url}">repository</a>' if url else ""
+        context["theme_extra_footer"] = footer.replace("{licence}", context["pathto"]("book/licence")) \
+            .replace("{repository_link}", link)
+
+
+def _is_chapter_notebook(app, pagename) -> bool:
+    """A page Binder and Colab can open: its source has an ``.ipynb`` beside it."""
+    return Path(app.env.doc2path(pagename)).with_suffix(".ipynb").is_file()
+
+
+def _notebook_download(app, pagename, context) -> None:
+    """The executed notebook in the download menu when the theme's launch buttons, which
+    otherwise copy it there, are off (no repository): the theme's own copy step."""
+    if context.get("ipynb_source") or "kernelspec" not in app.env.metadata.get(pagename, {}):
+        return
+    executed = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    if executed.is_file():
+        target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(executed, target)
+        context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+_MATH_CLASS = re.compile(r'class="[^"]*\bmath\b')
+
+
+def _mathjax_only_with_maths(app, pagename, context) -> None:
+    """MathJax (about 1 MB) only on pages that show maths: Sphinx also loads it on a page whose
+    table of contents includes pages with maths (the home page), and on a page whose outputs carry
+    a LaTeX form that the site does not show (a table's, attnxai.printforms). So the rendered body
+    decides: Sphinx marks every formula it shows with the class ``math``."""
+    if app.builder.format != "html" or _MATH_CLASS.search(context.get("body") or ""):
+        return
+    mathjax = app.config.mathjax_path
+    scripts = context.get("script_files")
+    if scripts is None:
+        return
+    scripts[:] = [js for js in scripts
+                  if not (str(getattr(js, "filename", "") or "").endswith(mathjax)
+                          or str(getattr(js, "attributes", {}).get("body", "")).startswith("window.MathJax"))]
+
+
+def _page_context(app, pagename, templatename, context, doctree):
+    """Before the theme's buttons (priority 500 < its 501): the footer, the notebook download when
+    there are no launch buttons, MathJax only where there is maths."""
+    _footer(app, context)
+    if not app.config.html_theme_options.get("repository_url"):
+        _notebook_download(app, pagename, context)
+    _mathjax_only_with_maths(app, pagename, context)
+
+
+def _page_buttons(app, pagename, templatename, context, doctree):
+    """After the theme's buttons: launch buttons only on the chapters (Colab cannot open the
+    ``.md`` of a page without an ``.ipynb``)."""
+    if not _is_chapter_notebook(app, pagename):
+        context["header_buttons"] = [b for b in context.get("header_buttons", [])
+                                     if b.get("label") != "launch-buttons"]
+
+
+def _source_read(app, docname, source):
+    """A chapter's launch cell for the build's repository (the committed one is for
+    _config.yml's, ``python -m attnxai notebooks --launch-cells``): so that a build for a fork,
+    or for no repository, shows a launch cell that installs from where the buttons point."""
+    if not _is_chapter_notebook(app, docname):
+        return
+    sys.path.insert(0, str(ROOT / "src"))
+    from attnxai.course import LAUNCH_MARKER, with_launch_cell
+
+    if LAUNCH_MARKER in source[0]:
+        source[0] = with_launch_cell(source[0], app.config.html_theme_options["repository_url"],
+                                     name=docname)
 
 
 # ---------------------------------------------------------------- after the build
@@ -165,8 +281,313 @@ def _build_finished(app, exception):
         _strip_student_sources(outdir)
 
 
+# ---------------------------------------------------------------- proof index
+def _proof_domain():
+    """sphinx-proof's domain with an index a reader can use: entries named "Theorem 3.1
+    (title)", grouped by chapter, in the order of the book (sphinx-proof lists raw labels
+    with file paths). Registered in place of sphinx-proof's (``add_domain(override=True)``)."""
+    from collections import defaultdict
+
+    from docutils import nodes
+    from sphinx.domains import IndexEntry
+    from sphinx_proof.domain import ProofDomain, ProofIndex
+
+    class ReadableProofIndex(ProofIndex):
+        def generate(self, docnames=None):
+            env = self.domain.env
+            proofs = getattr(env, "proof_list", {})
+            titles, order = {}, {}
+            for docname in sorted({info["docname"] for info in proofs.values()}):
+                for node in env.get_doctree(docname).findall(nodes.Element):
+                    if "realtype" in node.attributes and node.get("label") in proofs:
+                        head = node.children[0] if node.children else None
+                        # sphinx-proof's title already reads " (title)"
+                        titles[node["label"]] = head.astext().strip() if isinstance(
+                            head, nodes.title) else ""
+                        order[node["label"]] = len(order)
+            groups = defaultdict(list)
+            for label, info in proofs.items():
+                doc = info["docname"]
+                if docnames and doc not in docnames:
+                    continue
+                number = () if info["nonumber"] else \
+                    env.toc_fignumbers.get(doc, {}).get(info["countertype"], {}).get(label, ())
+                name = " ".join(filter(None, (info["realtype"].title(), ".".join(map(str, number)),
+                                              titles.get(label))))
+                chapter = env.toc_secnumbers.get(doc, {}).get("", ())
+                title = env.titles[doc].astext()
+                group = (chapter or (10**6,), f"{chapter[0]} {title}" if chapter else title)
+                groups[group].append((order.get(label, 10**6), name,       # as in the book
+                                      IndexEntry(name, 0, doc, label, "", "", "")))
+            content = [(heading, [entry for *_, entry in sorted(entries)])
+                       for (_, heading), entries in sorted(groups.items())]
+            return content, True
+
+    class ReadableProofDomain(ProofDomain):
+        indices = [ReadableProofIndex]
+
+    return ReadableProofDomain
+
+
+# ---------------------------------------------------------------- editions
+def _edition_config(app, config):
+    """The edition as a Sphinx tag (``{only} student`` in a page), and for the student
+    edition: launch buttons on the student branch and a banner on every page."""
+    app.tags.add(edition())
+    if edition() == "student":
+        options = dict(config.html_theme_options or {})
+        options["repository_branch"] = STUDENT_BRANCH
+        options["announcement"] = STUDENT_BANNER
+        config.html_theme_options = options
+
+
+# ---------------------------------------------------------------- LaTeX / PDF
+#: Preamble of the PDF (``make pdf``), beside the MathJax macros:
+#: * the text block, typed into the log, where tests/check_pdf.py reads the margins;
+#: * no box title alone at a page foot: a box starts on a new page unless six lines fit;
+#: * images at most 0.8 of the text height, so that a figure's caption fits on its page;
+#: * \setminus drawn with a glyph the maths font has;
+#: * front and back matter, and the parts, unnumbered: ``\attnxaiChapter{N}`` (before each
+#:   numbered chapter) sets LaTeX's counter to the site's number, ``\attnxaiUnnumbered`` (before
+#:   the others) switches numbering off (fancyhdr's running heads follow secnumdepth).
+LATEX_PREAMBLE = r"""
+\makeatletter
+\AtBeginDocument{\typeout{attnxai-textblock:
+  left=\the\dimexpr 1in+\hoffset+\oddsidemargin\relax,
+  width=\the\textwidth,
+  top=\the\dimexpr 1in+\voffset+\topmargin\relax,
+  bodytop=\the\dimexpr 1in+\voffset+\topmargin+\headheight+\headsep\relax,
+  bodybottom=\the\dimexpr 1in+\voffset+\topmargin+\headheight+\headsep+\textheight\relax,
+  bottom=\the\dimexpr 1in+\voffset+\topmargin+\headheight+\headsep+\textheight+\footskip\relax,
+  paperwidth=\the\paperwidth, paperheight=\the\paperheight}}
+\AtBeginDocument{\spx@image@maxheight=0.8\textheight}% a tall figure leaves room for its caption
+\renewcommand{\sphinxstyleindexentry}[1]{#1}% the proof index names theorems, not code
+% Latin Modern Math has no U+29F5, unicode-math's \setminus: U+2216, as MathJax draws it
+\AtBeginDocument{\renewcommand{\setminus}{\smallsetminus}}
+\let\attnxai@admonition\sphinxadmonition
+\def\sphinxadmonition{\needspace{6\baselineskip}\attnxai@admonition}
+\newcommand{\attnxaiChapter}[1]{\setcounter{secnumdepth}{2}%
+  \setcounter{chapter}{\numexpr #1-1\relax}}
+\newcommand{\attnxaiUnnumbered}[1][-1]{\setcounter{secnumdepth}{#1}}
+\makeatother
+"""
+
+
+def _latex_config(app, config):
+    latex = dict(config.latex_elements or {})
+    latex["preamble"] = latex.get("preamble", "") + LATEX_PREAMBLE
+    config.latex_elements = latex
+
+
+def _latex_numbering(app):
+    """sphinx-jupyterbook-latex numbers figures by section for LaTeX (numfig_secnum_depth 2,
+    which LaTeX's part level needs); sphinx-proof and sphinx-exercise print those numbers, so
+    "Exercise 3.2" of the site became "Exercise 3.6.2". Number as the site does while the
+    environment assigns numbers (_restore_latex_numbering puts 2 back for the LaTeX writer,
+    whose per-chapter figure counters need it)."""
+    from sphinx.builders.latex import LaTeXBuilder
+
+    if isinstance(app.builder, LaTeXBuilder) and app.config.numfig_secnum_depth != 1:
+        # on the application, not the environment: the environment is pickled and shared
+        # with the HTML build of the same folder (make book after make pdf)
+        app.attnxai_writer_secnum_depth = app.config.numfig_secnum_depth
+        app.config.numfig_secnum_depth = 1
+
+
+def _restore_latex_numbering(app):
+    """Give the LaTeX writer back its numfig_secnum_depth: called from the post-transform of
+    the assembled book, after Sphinx has numbered the figures (at every build, whether or not
+    a page changed) and before the writer reads the setting."""
+    depth = getattr(app, "attnxai_writer_secnum_depth", None)
+    if depth is not None:
+        app.config.numfig_secnum_depth = depth
+
+
+def _latex_only(transform) -> bool:
+    from sphinx.builders.latex import LaTeXBuilder
+
+    return isinstance(transform.app.builder, LaTeXBuilder)
+
+
+class _LatexNumbering:
+    """The PDF's chapters numbered as on the site (assembled book, after
+    sphinx-jupyterbook-latex has made the toctree captions parts): before each chapter, raw
+    LaTeX that sets the chapter counter to the site's number, or switches numbering off for the
+    front and back matter and the parts (see LATEX_PREAMBLE)."""
+
+    @staticmethod
+    def apply(doctree, env):
+        from docutils import nodes
+        from sphinx import addnodes
+
+        for sof in list(doctree.findall(addnodes.start_of_file)):
+            section = next((c for c in sof.children if isinstance(c, nodes.section)), None)
+            if section is None:
+                continue
+            docname = sof.get("docname")
+            if docname not in env.all_docs:             # a part made from a toctree caption
+                command = r"\attnxaiUnnumbered[-2]"
+            else:
+                number = env.toc_secnumbers.get(docname, {}).get("")
+                command = (rf"\attnxaiChapter{{{number[0]}}}" if number
+                           else r"\attnxaiUnnumbered")
+            sof.insert(sof.index(section), nodes.raw("", command + "\n", format="latex"))
+
+
+def _drop_empty_chapters(doctree):
+    """sphinx-jupyterbook-latex moves every bibliography to the end of the book, which leaves
+    the Bibliography chapter a title over two blank pages: drop a chapter with nothing but its
+    title (the bibliography keeps its own heading)."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    for sof in list(doctree.findall(addnodes.start_of_file)):
+        sections = [c for c in sof.children if isinstance(c, nodes.section)]
+        if len(sections) != 1:
+            continue
+        content = [c for c in sections[0].children if not isinstance(c, nodes.title)]
+        # what is left there: an empty container, the placeholders of moved nodes
+        if all(not c.astext().strip() and not any(c.findall(nodes.image)) for c in content):
+            sof.parent.remove(sof)
+
+
+class _LatexProofTitles:
+    """A proof box gets the title "Proof" (sphinx-proof gives it none, so LaTeX took its first
+    paragraph for the title and drew an empty title bar), and its text loses the "Proof. "
+    that sphinx-proof puts in front for the site."""
+
+    @staticmethod
+    def apply(doctree):
+        from docutils import nodes
+
+        for box in list(doctree.findall(nodes.admonition)):
+            if "proof" not in box["classes"] or (box.children and isinstance(box[0], nodes.title)):
+                continue
+            text = next(box.findall(nodes.Text), None)
+            if text is not None and str(text).startswith("Proof. "):
+                text.parent.replace(text, nodes.Text(str(text)[len("Proof. "):]))
+            box.insert(0, nodes.title("", "Proof"))
+
+
+class _LatexTables:
+    """What the PDF needs of cell outputs and tables:
+
+    * an output's LaTeX table (attnxai.printforms: a ``text/latex`` that myst-nb hands over as
+      maths) goes in as LaTeX, not as an equation;
+    * a Markdown table that would not fit at natural width gets column widths from its content,
+      never narrower than its widest unbreakable piece (code, a formula), ragged right: tabulary
+      squeezed such columns until they overlapped (``sqrt(d_att)``, ``law="discrete"``).
+    """
+
+    LINE_PT = 468.0
+
+    @classmethod
+    def apply(cls, doctree, macros: dict):
+        from docutils import nodes
+        from sphinx import addnodes
+
+        sys.path.insert(0, str(ROOT / "src"))
+        from attnxai.printforms import TABLE_MARK
+
+        for block in list(doctree.findall(nodes.math_block)):
+            if "text_latex" in block["classes"] and block.astext().lstrip().startswith(TABLE_MARK):
+                block.replace_self(nodes.raw("", block.astext(), format="latex"))
+        for table in list(doctree.findall(nodes.table)):
+            at = table.parent.index(table)
+            if (at and isinstance(table.parent[at - 1], addnodes.tabular_col_spec)) \
+                    or "colwidths-given" in table["classes"]:
+                continue                                  # the page chose its widths
+            spec = cls.colspec(table, macros)
+            if spec:
+                table.parent.insert(at, addnodes.tabular_col_spec(spec=spec))
+
+    @classmethod
+    def colspec(cls, table, macros: dict) -> str | None:
+        """``\\X`` columns for ``table`` if it does not fit at natural width, else None."""
+        from docutils import nodes
+
+        from attnxai.printforms import fit_columns
+
+        group = next(table.findall(nodes.tgroup))
+        ncols = int(group["cols"])
+        natural, minimum = [0.0] * ncols, [0.0] * ncols
+        for row in group.findall(nodes.row):
+            for j, entry in enumerate(row.children[:ncols]):
+                width, piece = cls.measure(entry, macros)
+                natural[j], minimum[j] = max(natural[j], width), max(minimum[j], piece)
+        room = cls.LINE_PT - 12.0 * ncols
+        if sum(natural) <= room:
+            return None                                   # tabulary sets it at natural width
+        # Sphinx's \X{a}{b} is a/b of the line, less the column's padding: give it the padding
+        widths = [w + 12.0 for w in fit_columns(natural, minimum, room)]
+        total = sum(widths)
+        return "".join(rf">{{\raggedright\arraybackslash}}\X{{{int(1000 * w / total)}}}{{1000}}"
+                       for w in widths)
+
+    @classmethod
+    def measure(cls, entry, macros: dict) -> tuple[float, float]:
+        """(width on one line, widest unbreakable piece) of a table cell, in points at 10 pt."""
+        from docutils import nodes
+
+        from attnxai.printforms import CHAR_PT, math_width
+
+        width, piece = 0.0, 0.0
+        for node in entry.findall(lambda n: isinstance(n, (nodes.Text, nodes.math, nodes.literal))):
+            if isinstance(node, nodes.math):
+                # text-style maths: kept whole when short, else TeX may break it after a relation
+                tex = cls.expand(node.astext(), macros)
+                parts = [tex]
+                if math_width(tex, display=False) * 1.05 > 0.3 * cls.LINE_PT:
+                    parts = re.split(r"=|\\in\b|\\le\b|\\ge\b|<|>", tex)
+                width += math_width(tex, display=False) * 1.05
+                piece = max([piece] + [math_width(p, display=False) * 1.05 for p in parts])
+            elif isinstance(node, nodes.literal):
+                width += 6.0 * len(node.astext())                 # 10 pt monospace
+                piece = max([piece] + [6.0 * len(w) for w in node.astext().split()])
+            elif not isinstance(node.parent, (nodes.math, nodes.literal)):
+                text = str(node)                # a short cell ("1.5 h", "31 s") stays whole
+                width += CHAR_PT * len(text)
+                piece = max([piece] + [CHAR_PT * len(w) for w in
+                                       ([text] if len(text) <= 12 else text.split())])
+        return width, piece
+
+    @staticmethod
+    def expand(tex: str, macros: dict) -> str:
+        """``tex`` with the book's MathJax macros (no arguments) written out, for measuring."""
+        return re.sub(r"\\([A-Za-z]+)(?![A-Za-z])",
+                      lambda m: macros.get(m.group(1), m.group(0)) if isinstance(
+                          macros.get(m.group(1)), str) else m.group(0), tex)
+
+
+def _latex_transforms(app):
+    from sphinx.transforms.post_transforms import SphinxPostTransform
+
+    class LatexBook(SphinxPostTransform):
+        # after sphinx-jupyterbook-latex's LatexRootDocPostTransforms (700), which makes parts
+        default_priority = 800
+
+        def apply(self, **kwargs):
+            if not _latex_only(self):
+                return
+            _restore_latex_numbering(self.app)
+            _drop_empty_chapters(self.document)
+            _LatexNumbering.apply(self.document, self.env)
+            _LatexProofTitles.apply(self.document)
+            macros = (self.config.mathjax3_config or {}).get("tex", {}).get("macros", {})
+            _LatexTables.apply(self.document, macros)
+
+    app.add_post_transform(LatexBook)
+
+
 def setup(app):
     app.connect("config-inited", _config_inited, priority=900)
-    app.connect("html-page-context", _page_context)
+    app.connect("config-inited", _edition_config, priority=905)
+    app.connect("config-inited", _latex_config, priority=910)
+    app.connect("builder-inited", _latex_numbering, priority=600)
+    _latex_transforms(app)
+    app.add_domain(_proof_domain(), override=True)
+    app.connect("source-read", _source_read)
+    app.connect("html-page-context", _page_context, priority=500)
+    app.connect("html-page-context", _page_buttons, priority=600)
     app.connect("build-finished", _build_finished)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,13 +1,20 @@
 // The book's own script (every page; _config.yml html_js_files).
-// Wide content: every element of the article wider than the column must scroll inside a
-// container that shows a hint. The check runs on a settled page: web fonts loaded (they move
-// line breaks), MathJax's typesetting done (it changes widths) and the layout unchanged across
-// two animation frames; it repeats until it changes nothing, then marks the page
-// (data-attnxai-settled). Any later change of the article's size (a resize, a dropdown opened)
-// clears the mark and settles the page again.
+// Wide content. MathJax breaks display equations wider than the column and wraps inline maths
+// with the sentence (_config.yml); whatever is still wider than the column scrolls sideways in a
+// box of its own, with a cue that never covers the content nor interrupts a sentence:
+// - a block (a display equation, a table, a code cell, an output, a figure) scrolls with a hint
+//   on a line of its own above it and shadows at the edge where more content is;
+// - something inside a sentence (an inline formula MathJax cannot break, a long literal)
+//   scrolls within its line, the shadows its only cue: no label inside a paragraph.
+// The check runs on a settled page: web fonts loaded (they move line breaks), MathJax's
+// typesetting done (it changes widths) and the layout unchanged across two animation frames; it
+// repeats until it changes nothing, then marks the page (data-attnxai-settled). Any later change
+// of the article's size (a resize, a dropdown opened) clears the mark and settles the page again.
 (function () {
   "use strict";
   var HINT = "wide content: scroll sideways \u2192";
+  // Running text: a hint inside one of these would break a sentence.
+  var TEXT = "p, li, dt, dd, td, th, figcaption, caption, h1, h2, h3, h4, h5, h6, .admonition-title";
 
   function article() { return document.querySelector("article.bd-article") || document.querySelector("main"); }
 
@@ -16,10 +23,16 @@
     return o === "auto" || o === "scroll";
   }
 
+  // MathJax's copy of each formula as MathML for screen readers is clipped to nothing, whatever
+  // its width: never content that a reader sees.
+  function unseen(el) { return !!el.closest("mjx-assistive-mml, .attnxai-scroll-hint"); }
+
+  function inline(el) { return getComputedStyle(el).display.indexOf("inline") === 0; }
+
   function mark(box) {
-    if (box.classList.contains("attnxai-scrolls")) return;
     box.classList.add("attnxai-scrolls");
     if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");  // keyboard scrolling
+    if (box.classList.contains("attnxai-scroll-inline")) return;           // no label in a sentence
     var hint = document.createElement("div");
     hint.className = "attnxai-scroll-hint";
     hint.setAttribute("aria-hidden", "true");
@@ -28,9 +41,19 @@
   }
 
   function unmark(box) {
-    box.classList.remove("attnxai-scrolls");
+    box.classList.remove("attnxai-scrolls", "attnxai-scroll-inline");
     var prev = box.previousElementSibling;
     if (prev && prev.classList.contains("attnxai-scroll-hint")) prev.remove();
+  }
+
+  // Inside running text, the outermost inline element that holds el (an inline formula, a
+  // literal): it scrolls within its line. Null when el is not part of a sentence.
+  function inlineAtom(el) {
+    var text = el.closest(TEXT);
+    if (!text) return null;
+    var atom = null;
+    for (var x = el; x && x !== text; x = x.parentElement) if (inline(x)) atom = x;
+    return atom;
   }
 
   // The width an image may take: the content box of its nearest block container (not the
@@ -68,55 +91,71 @@
   }
 
   // Whether an element inside box reaches past the column's right edge (the criterion for a
-  // hint, the same as tests/test_browser.py's).
+  // cue, the same as tests/test_browser.py's).
   function pastColumn(box, right) {
     var inner = box.querySelectorAll("*");
     for (var i = 0; i < inner.length; i++) {
+      if (unseen(inner[i])) continue;
       var r = inner[i].getBoundingClientRect();
       if (r.width > 0 && r.right > right) return true;
     }
     return false;
   }
 
-  // One pass over the article; returns how many containers it marked, unmarked or wrapped.
+  // Whether a marked box would still reach past the column without its cue (an inline box is
+  // measured as it would be in the sentence, not as its own scrolling box).
+  function stillWide(box, right) {
+    if (!box.classList.contains("attnxai-scroll-inline")) return pastColumn(box, right);
+    box.classList.remove("attnxai-scroll-inline");
+    var wide = pastColumn(box, right);
+    box.classList.add("attnxai-scroll-inline");
+    return wide;
+  }
+
+  // The box in which el, wider than the column, scrolls: the nearest ancestor that scrolls and
+  // fits in the column, else one made to scroll (el's inline atom, or the highest ancestor that
+  // still fits, or a wrapper around el).
+  function scrollBox(el, art, right) {
+    for (var box = el.parentElement; box && box !== art; box = box.parentElement) {
+      if (scrolls(box) && box.getBoundingClientRect().right <= right) return box;
+    }
+    var atom = inlineAtom(el);
+    if (atom) {
+      atom.classList.add("attnxai-scroll-inline");
+      return atom;
+    }
+    var child = el;
+    while (child.parentElement && child.parentElement !== art &&
+           child.parentElement.getBoundingClientRect().right > right) child = child.parentElement;
+    var found = child.parentElement && child.parentElement !== art ? child.parentElement : child;
+    if (found === el || found.getBoundingClientRect().right > right) {
+      var wrap = document.createElement("div");
+      wrap.className = "attnxai-scroll";
+      el.parentNode.insertBefore(wrap, el);
+      wrap.appendChild(el);
+      return wrap;
+    }
+    found.classList.add("attnxai-scroll");
+    return found;
+  }
+
+  // One pass over the article; returns how many boxes it marked, unmarked or made to scroll.
   function fix(art) {
     var changes = 0;
     sizeFigures(art);
     var right = art.getBoundingClientRect().right + 1;
-    // containers with nothing past the column any more lose their hint (e.g. after a resize)
+    // boxes with nothing past the column any more lose their cue (e.g. after a resize)
     art.querySelectorAll(".attnxai-scrolls").forEach(function (box) {
-      if (!pastColumn(box, right)) { unmark(box); changes++; }
+      if (!stillWide(box, right)) { unmark(box); changes++; }
     });
     var all = art.querySelectorAll("*");
     for (var i = 0; i < all.length; i++) {
       var el = all[i];
-      if (el.closest(".attnxai-scroll-hint")) continue;
+      if (unseen(el)) continue;
       var r = el.getBoundingClientRect();
       if (r.width === 0 || r.right <= right) continue;
-      // the nearest ancestor that scrolls and itself fits in the column
-      var box = el.parentElement, found = null;
-      while (box && box !== art) {
-        if (scrolls(box) && box.getBoundingClientRect().right <= right) { found = box; break; }
-        box = box.parentElement;
-      }
-      if (!found) {
-        // the highest ancestor that still fits: make it scroll
-        var child = el;
-        while (child.parentElement && child.parentElement !== art &&
-               child.parentElement.getBoundingClientRect().right > right) child = child.parentElement;
-        found = child.parentElement && child.parentElement !== art ? child.parentElement : child;
-        if (found === el || found.getBoundingClientRect().right > right) {
-          var wrap = document.createElement("div");
-          wrap.className = "attnxai-scroll";
-          el.parentNode.insertBefore(wrap, el);
-          wrap.appendChild(el);
-          found = wrap;
-        } else {
-          found.classList.add("attnxai-scroll");
-        }
-        changes++;
-      }
-      if (!found.classList.contains("attnxai-scrolls")) { mark(found); changes++; }
+      var box = scrollBox(el, art, right);
+      if (!box.classList.contains("attnxai-scrolls")) { mark(box); changes++; }
     }
     return changes;
   }
@@ -146,7 +185,9 @@
 
   function mathDone() {
     var mj = window.MathJax;
-    return mj && mj.startup && mj.startup.promise ? mj.startup.promise : Promise.resolve();
+    // a MathJax failure is reported by MathJax itself (console); the page still settles
+    var done = mj && mj.startup && mj.startup.promise ? mj.startup.promise : Promise.resolve();
+    return done.catch(function () {});
   }
 
   function fontsDone() {
@@ -172,6 +213,27 @@
         document.documentElement.setAttribute("data-attnxai-settled", "1");
       });
   }
+
+  // Search results: Sphinx shows a snippet of each page's HTML text, where maths is raw TeX
+  // (MathJax typesets the pages, not the snippets); a formula reads "(formula)" there instead.
+  function readableSearchSnippets() {
+    var search;
+    // searchtools.js declares `const Search` (a global binding, not a window property), after
+    // this script: look it up by name once the page is parsed
+    try { search = Search; } catch (e) { return; }
+    if (!search || !search.htmlToText || search.htmlToText.attnxai) return;
+    var original = search.htmlToText;
+    search.htmlToText = function (html, anchor) {
+      var doc = new DOMParser().parseFromString(html, "text/html");
+      doc.querySelectorAll(".math, mjx-container").forEach(function (m) {
+        m.replaceWith(doc.createTextNode("(formula)"));
+      });
+      return original(doc.documentElement.outerHTML, anchor);
+    };
+    search.htmlToText.attnxai = true;
+  }
+  // before searchtools.js's own DOMContentLoaded handler runs the query (this one is added first)
+  document.addEventListener("DOMContentLoaded", readableSearchSnippets);
 
   window.attnxaiSettle = settle;
   window.addEventListener("load", function () {

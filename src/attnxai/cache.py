@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 
 from .data import (ENV_ARCHIVE, ENV_CACHE, KNOWN_SHA256, OFFICIAL_SHA256, archive_path, cache_dir,
@@ -80,16 +81,21 @@ def profile_of(path: str | os.PathLike) -> str | None:
 
 
 def rebuild_hint(path: str | os.PathLike, profile: str | None = None) -> str:
-    """How to rebuild the checkpoint at ``path``: the exact command for a cached profile (with
-    ``ATTNXAI_CACHE=`` when that cache is not the current one), else how to replace the folder."""
+    """How to rebuild the checkpoint at ``path``: for a folder this package recognises as its own
+    cache entry (``<cache>/models/<profile>-<key>`` of a known profile), the exact commands (the
+    folder's removal, quoted for the shell, then ``python -m attnxai train``, with
+    ``ATTNXAI_CACHE=`` when that cache is not the current one); for any other folder, how to
+    replace it, never a command that deletes it (it may hold anything: ``/``, a home folder).
+    ``profile`` is accepted for the callers' sake; the folder's own name decides."""
     path = Path(path)
-    profile = profile if profile in PROFILES else profile_of(path)
-    if path.parent.name == "models" and profile is not None:
+    own = profile_of(path)              # the folder's name says which profile rebuilds it
+    if own is not None:
         cache = path.parent.parent
         env = os.environ.get(ENV_CACHE)
         current = Path(env).expanduser() if env else default_cache_dir()
-        prefix = "" if current.resolve() == cache.resolve() else f"ATTNXAI_CACHE={cache} "
-        return (f"Rebuild it: delete the folder (rm -rf '{path}') and run "
-                f"`{prefix}python -m attnxai train --profile {profile}`")
-    return ("Delete the folder (rm -rf '{0}') and save the model again (attnxai.checkpoint.save), "
-            "or restore the folder from a good copy").format(path)
+        prefix = ("" if current.resolve() == cache.resolve() else
+                  f"ATTNXAI_CACHE={shlex.quote(str(cache))} ")
+        return (f"Rebuild it: delete the cached model (rm -rf {shlex.quote(str(path))}) and run "
+                f"`{prefix}python -m attnxai train --profile {own}`")
+    return ("Save the model into that folder again (attnxai.checkpoint.save replaces a checkpoint "
+            "folder), or restore the folder from a good copy")

@@ -9,6 +9,8 @@ A checkpoint is a folder::
     metrics.json        accuracies, timings, per-epoch history
     manifest.json       sha256 and size of the four files above, the vocabulary size and the
                         sha256 of the config (canonical JSON): written last at save, checked at load
+    origin.json         only in a downloaded checkpoint: where it came from (:func:`save_files`;
+                        informative, not verified)
 
 Where trained models are kept (one folder per profile and data, trained if missing) is
 :mod:`attnxai.cache`; this module reads and writes any folder.
@@ -20,12 +22,18 @@ config, the weights' names and shapes against the model, finite weights). Any mi
 exact ``python -m attnxai train`` command for a cached profile); the bytes verified are the bytes
 loaded.
 
-**Legacy checkpoints** (written before manifests existed, same ``FORMAT_VERSION``) are accepted:
-every check that needs no manifest is made (file set, readable files, vocabulary size against the
-embedding and the config, weights against the model, finite weights), then, if the folder is
-writable, a manifest of the files as they are is written into it, with one
-:class:`CheckpointWarning` saying so; later loads verify them fully. (A byte flipped *inside* the
-weights of a legacy checkpoint before its manifest was written cannot be detected.)
+**Folders without a manifest** (saved by an attnxai older than checkpoint verification, or whose
+manifest was deleted) are refused: nothing could tell their files from edited ones. A user who
+trusts such a folder adopts it explicitly, ``python -m attnxai adopt PATH`` (:func:`adopt`): every
+check that needs no manifest is made (file set, readable files, vocabulary size against the
+embedding and the config, weights against the model, finite weights), then a manifest recording
+the files *as they are now* is written, marked ``adopted``; later loads verify against it. (A
+change made inside the weights before the adoption cannot be detected: that is what adopting
+trusts.)
+
+**Reading** never waits on or reads without end what is not a checkpoint's file: a folder, a
+FIFO or a device (``/dev/zero``) in a file's place is refused as damaged
+(:func:`attnxai.files.open_regular`), and no file is read beyond the size its manifest records.
 
 **Concurrency.** Writers of one checkpoint folder take its lock (:func:`attnxai.files.writer_lock`,
 ``<folder>.lock`` beside it; :mod:`attnxai.cache` holds it around training *and* saving, so two
@@ -43,9 +51,9 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -57,27 +65,35 @@ from safetensors.torch import save as save_safetensors
 from . import files as _files
 from .cache import FORMAT_VERSION, rebuild_hint
 from .data import check_writable
-from .errors import UserError, stacklevel
-from .files import TMP_PREFIX, atomic_write, replace_folder, writer_lock
+from .errors import UserError
+from .files import (SMALL_FILE_BYTES, TMP_PREFIX, atomic_write, open_regular, replace_folder,
+                    writer_lock)
 from .interface import ClassifierBase
 from .model import AttentionClassifier
 from .multilayer import MultiLayerClassifier
 from .text import Vocab
 from .textmodel import Pretrained
 
-__all__ = ["CheckpointError", "CheckpointWarning", "MANIFEST", "MODEL_CLASSES", "checkpoint_files",
-           "config_sha256", "from_files", "load", "save"]
+__all__ = ["CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
+           "adopt", "checkpoint_files", "config_sha256", "from_files", "load", "origin", "save",
+           "save_files"]
 
 #: The model classes a checkpoint can hold, by the name its config.json records (``arch``).
 MODEL_CLASSES: dict[str, type[ClassifierBase]] = {"AttentionClassifier": AttentionClassifier,
                                                    "MultiLayerClassifier": MultiLayerClassifier}
 _FILES = ("model.safetensors", "config.json", "vocab.json", "metrics.json")
 MANIFEST = "manifest.json"
+#: Every file of a checkpoint folder, the manifest last (what is published and downloaded).
+FILES = (*_FILES, MANIFEST)
+#: Where a downloaded checkpoint came from (:func:`save_files`; not verified, not published).
+ORIGIN = "origin.json"
 MANIFEST_VERSION = 1
 #: How many times a reader re-reads a folder that another process replaced while it was reading.
 _READ_ATTEMPTS = 8
 #: A ``.tmp-*`` folder of the old naming (no target name in it) older than this is stale.
 _STALE_SECONDS = 3600.0
+#: How long :func:`adopt` waits for a writer of the folder to finish.
+_ADOPT_WAIT_SECONDS = 30.0
 
 
 class CheckpointError(UserError, RuntimeError):
@@ -86,7 +102,7 @@ class CheckpointError(UserError, RuntimeError):
 
 
 class CheckpointWarning(UserWarning):
-    """Something about a checkpoint the reader should know (a legacy folder got its manifest)."""
+    """Something about a checkpoint the reader should know."""
 
 
 # ---------------------------------------------------------------------- manifest and messages
@@ -108,15 +124,17 @@ def _manifest(files: dict[str, bytes], config: dict[str, Any], vocab_size: int, 
          "vocab_size": int(vocab_size),
          "config_sha256": config_sha256(config)}
     if adopted:
-        m["adopted"] = ("written at load for a checkpoint saved without a manifest (attnxai before "
-                        "issue 11): the files were checked for consistency, not against a record")
+        m["adopted"] = ("written by `attnxai adopt` for a checkpoint without a manifest: its files "
+                        "passed every check that needs no manifest and were trusted as found")
     return json.dumps(m, indent=2, sort_keys=True).encode()
 
 
 def _damaged(path: Path, problems: list[str], profile: str | None) -> CheckpointError:
     what = "; ".join(problems)
-    return CheckpointError(f"checkpoint {path} is damaged: {what}. It cannot be trusted. "
-                           f"{rebuild_hint(path, profile)}")
+    err = CheckpointError(f"checkpoint {path} is damaged: {what}. It cannot be trusted. "
+                          f"{rebuild_hint(path, profile)}")
+    err.problems = problems                 # what is wrong, without the advice (attnxai.hub)
+    return err
 
 
 # ---------------------------------------------------------------------- saving
@@ -142,46 +160,128 @@ def _clean_stale(parent: Path, name: str) -> list[Path]:
     return removed
 
 
+def _check_replaceable(path: Path) -> None:
+    """Refuse to replace a folder that holds anything but a checkpoint's files (a save replaces
+    the folder whole: what else it held would be deleted)."""
+    if not path.is_dir():
+        return
+    ours = {*_FILES, MANIFEST, ORIGIN}
+    other = sorted(p.name for p in path.iterdir() if p.name not in ours)
+    if other:
+        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        raise CheckpointError(f"{path} holds files that are not a checkpoint's ({shown}): saving "
+                              "replaces the folder whole, so it refuses to replace this one "
+                              "(nothing was changed). Save into a new or empty folder, or into an "
+                              "existing checkpoint folder")
+
+
 def save(pre: Pretrained, path: str | os.PathLike) -> Path:
     """Write a checkpoint folder (with its manifest), atomically for readers and writers.
 
     Under the folder's lock: stale temporary folders are removed, the files are written to a
     ``.tmp-<name>-*`` folder beside ``path``, then swapped in
     (:func:`attnxai.files.replace_folder`: an existing folder is replaced in one atomic exchange
-    and then deleted). A reader sees the old folder or the new one, never none.
+    and then deleted). A reader sees the old folder or the new one, never none. An existing folder
+    is replaced only if it holds nothing but a checkpoint's files (else :class:`CheckpointError`,
+    checked before and again under the lock).
     """
     path = Path(path).expanduser()
     if path.is_symlink():                      # replace the folder it points to, not the link
         path = path.resolve()
     if path.exists() and not path.is_dir():
         raise CheckpointError(f"{path} exists and is not a folder: cannot save a checkpoint there")
+    _check_replaceable(path)
     state = {k: v.detach().cpu().contiguous() for k, v in pre.model.state_dict().items()}
     files = {"model.safetensors": save_safetensors(state),
              "config.json": json.dumps(pre.config, indent=2, sort_keys=True).encode(),
              "vocab.json": json.dumps(pre.vocab.itos[3:], ensure_ascii=False).encode(),
              "metrics.json": json.dumps(pre.metrics, indent=2).encode()}
     files[MANIFEST] = _manifest(files, pre.config, len(pre.vocab))
+    _write(files, path)
+    pre.path = path
+    return path
+
+
+def _write(files: dict[str, bytes], path: Path, extra: dict[str, bytes] | None = None) -> None:
+    """Write the checkpoint files (then ``extra`` ones) into a new folder swapped in at ``path``,
+    under its lock (:func:`save`)."""
     check_writable(path.parent)
 
     def fill(tmp: Path) -> None:
         for name in (*_FILES, MANIFEST):           # the manifest last
             _files.write_durably(tmp / name, files[name])
+        for name, data in (extra or {}).items():
+            _files.write_durably(tmp / name, data)
 
-    with writer_lock(path):
+    lock = writer_lock(path)
+    try:
+        lock.acquire(timeout=_files.WAIT_SECONDS)
+    except Timeout:
+        raise CheckpointError(f"another process has been writing {path} for more than "
+                              f"{_files.WAIT_SECONDS:.0f} s (it holds {lock.lock_file}): let it "
+                              "finish, or stop it, then save again") from None
+    try:
+        _check_replaceable(path)
         _clean_stale(path.parent, path.name)
         replace_folder(path, fill)
-    pre.path = path
-    return path
+    finally:
+        lock.release()
 
 
 # ---------------------------------------------------------------------- loading
+def _limits(manifest: bytes | None) -> dict[str, int]:
+    """The most bytes to read of each file: what the manifest records (one more byte shows a
+    file that grew), else the size of any file of its kind (JSON files: 64 MiB; the weights:
+    the memory budget)."""
+    from .budget import budget
+
+    limits = {n: SMALL_FILE_BYTES for n in (*_FILES, MANIFEST)}
+    limits["model.safetensors"] = budget()[0]
+    try:
+        recorded = json.loads(manifest)["files"] if manifest is not None else {}
+        for n in _FILES:
+            limits[n] = min(limits[n], max(0, int(recorded[n]["bytes"])))
+    except Exception:  # noqa: BLE001 - a damaged manifest is reported by _check
+        pass
+    return limits
+
+
+def _read_one(name: str, dfd: int | None, folder: Path, limit: int) -> bytes | None:
+    """The bytes of one file of the folder (at most ``limit + 1``), None if it is missing; a
+    folder, FIFO or device in its place is refused as damage."""
+    from .errors import NotARegularFile
+
+    try:
+        fd = open_regular(name if dfd is not None else folder / name, dir_fd=dfd)
+    except FileNotFoundError:
+        return None
+    except NotARegularFile as exc:
+        raise _damaged(folder, [str(exc).replace(f"{folder / name}", name)], None) from None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(limit + 1)
+
+
+def _read_all(folder: Path, dfd: int | None) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    manifest = _read_one(MANIFEST, dfd, folder, SMALL_FILE_BYTES)
+    limits = _limits(manifest)
+    if manifest is not None:
+        out[MANIFEST] = manifest
+    for name in _FILES:
+        data = _read_one(name, dfd, folder, limits[name])
+        if data is not None:
+            out[name] = data
+    return out
+
+
 def _read_files(path: Path) -> dict[str, bytes]:
     """The checkpoint's files, all read from the same folder (one open handle on it): a save that
     swaps the folder meanwhile cannot mix versions; files that vanish with a replaced folder are
-    read again from the new one."""
+    read again from the new one. The manifest is read first, and no file beyond the size it
+    records."""
     names = (*_FILES, MANIFEST)
     if os.open not in os.supports_dir_fd:      # no dir_fd (Windows): plain reads
-        return {n: (path / n).read_bytes() for n in names if (path / n).is_file()}
+        return _read_all(path, None)
     for attempt in range(_READ_ATTEMPTS):
         try:
             dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -190,14 +290,7 @@ def _read_files(path: Path) -> dict[str, bytes]:
                 f"no checkpoint folder at {path}: train one with `python -m attnxai train "
                 "--profile quick` or give the right path") from None
         try:
-            out: dict[str, bytes] = {}
-            for name in names:
-                try:
-                    fd = os.open(name, os.O_RDONLY, dir_fd=dfd)
-                except FileNotFoundError:
-                    continue
-                with os.fdopen(fd, "rb") as fh:
-                    out[name] = fh.read()
+            out = _read_all(path, dfd)
             try:
                 replaced = os.stat(path).st_ino != os.fstat(dfd).st_ino
             except FileNotFoundError:
@@ -205,16 +298,13 @@ def _read_files(path: Path) -> dict[str, bytes]:
         finally:
             os.close(dfd)
         # a replaced folder is being deleted: a file may be missing from it (the manifest too,
-        # which would read as a legacy folder), so it counts only if nothing is missing; every
-        # save writes a manifest, so the folder that replaced it has one
+        # which would read as a folder without one), so it counts only if nothing is missing;
+        # every save writes a manifest, so the folder that replaced it has one
         if not replaced or all(n in out for n in names):
             return out
         time.sleep(0.01 * (attempt + 1))
     raise CheckpointError(f"{path} kept being replaced while it was read ({_READ_ATTEMPTS} "
                           "attempts): another process is saving it in a loop")
-
-
-_WARNED: set[str] = set()
 
 
 def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict]:
@@ -225,6 +315,10 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     except Exception:
         pass
     missing = [f for f in _FILES if f not in files]
+    if len(missing) == len(_FILES) and MANIFEST not in files:
+        raise FileNotFoundError(f"{path} is not an attnxai checkpoint folder: it holds none of "
+                                f"{', '.join((*_FILES, MANIFEST))}. Give the folder a checkpoint "
+                                "was saved in (attnxai.checkpoint.save, `python -m attnxai train`)")
     if missing:
         raise FileNotFoundError(f"{path} is not a complete attnxai checkpoint: missing {missing}. "
                                 f"{rebuild_hint(path, profile)}")
@@ -241,9 +335,12 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
         for name in _FILES:
             sha, size = recs[name]
             data = files[name]
-            if len(data) != size:
+            if len(data) > size:
+                problems.append(f"{name} has more than the {size} bytes the manifest recorded "
+                                "(extended)")
+            elif len(data) != size:
                 problems.append(f"{name} has {len(data)} bytes, the manifest recorded {size} "
-                                f"({'truncated' if len(data) < size else 'extended'})")
+                                "(truncated)")
             elif _sha256(data) != sha:
                 problems.append(f"{name} does not match its manifest (sha256 "
                                 f"{_sha256(data)[:12]}..., recorded {sha[:12]}...): its content "
@@ -288,48 +385,6 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     return config, vocab, metrics, state
 
 
-def _adopt_legacy(path: Path, files: dict[str, bytes], config: dict, vocab: Vocab) -> None:
-    """Write the manifest of a legacy folder (no manifest) that passed every other check, under
-    the folder's lock, into the very folder that was read; say so once per folder and process."""
-    written, why = False, ""
-    lock = writer_lock(path)
-    try:
-        lock.acquire(timeout=0)
-    except (Timeout, OSError) as exc:
-        why = ("another process holds its lock" if isinstance(exc, Timeout) else
-               f"the folder is not writable ({exc.strerror or exc})")
-    else:
-        try:
-            if (path / MANIFEST).exists():
-                return                                   # another process adopted it meanwhile
-            current = {n: (path / n).read_bytes() for n in _FILES}
-            if current != {n: files[n] for n in _FILES}:
-                why = "its files changed while it was read"
-            else:
-                atomic_write(path / MANIFEST, _manifest(files, config, len(vocab), adopted=True))
-                written = True
-        except OSError as exc:
-            why = f"the folder is not writable ({exc.strerror or exc})"
-        finally:
-            lock.release()
-    key = str(path.resolve())
-    if key in _WARNED:
-        return
-    _WARNED.add(key)
-    if written:
-        msg = (f"checkpoint {path} had no {MANIFEST} (saved by an attnxai older than checkpoint "
-               "verification): its files passed every check that needs no manifest (file set, "
-               "vocabulary size against the embedding and the config, weights against the model, "
-               f"finite weights) and a {MANIFEST} recording their sha256 was written, so any later "
-               "change to them will be detected")
-    else:
-        msg = (f"checkpoint {path} has no {MANIFEST} (saved by an attnxai older than checkpoint "
-               "verification): its files passed every check that needs no manifest, but no "
-               f"manifest could be written ({why}), so a change inside its weights cannot be "
-               "detected")
-    warnings.warn(msg, CheckpointWarning, stacklevel=stacklevel())
-
-
 def _build(path: Path, config: dict, vocab: Vocab, metrics: dict, state: dict,
            dtype: torch.dtype) -> Pretrained:
     """The model of verified checkpoint pieces (``path``: where they came from, for messages)."""
@@ -361,30 +416,103 @@ def _read_folder(path: str | os.PathLike) -> tuple[Path, dict[str, bytes]]:
     return path, _read_files(path)
 
 
+def _unverified(path: Path, files: dict[str, bytes]) -> CheckpointError:
+    """The refusal of a folder without a manifest: how to adopt it, or rebuild it."""
+    profile = None
+    try:
+        profile = json.loads(files["config.json"])["train"]["profile"]
+    except Exception:  # noqa: BLE001 - only for the hint
+        pass
+    return CheckpointError(
+        f"checkpoint {path} has no {MANIFEST}, so its files cannot be verified (it was saved by an "
+        "attnxai older than checkpoint verification, or its manifest was deleted). If you trust "
+        f"its files as they are, adopt it: `python -m attnxai adopt {shlex.quote(str(path))}` "
+        "(it checks everything that needs no manifest, then records the files' sha256). "
+        f"Otherwise: {rebuild_hint(path, profile)}")
+
+
 def load(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32) -> Pretrained:
     """Load and verify a checkpoint folder written by :func:`save` (module docstring).
 
     Raises ``FileNotFoundError`` for a missing folder or file and :class:`CheckpointError` for a
-    damaged or inconsistent one (naming the file and how to rebuild it)."""
+    damaged or inconsistent one, or one without a manifest (naming the file and how to rebuild
+    or adopt it)."""
     path, files = _read_folder(path)
+    if MANIFEST not in files and all(n in files for n in _FILES):
+        raise _unverified(path, files)
     config, vocab, metrics, state = _check(path, files)
-    pre = _build(path, config, vocab, metrics, state, dtype)
-    if MANIFEST not in files:
-        _adopt_legacy(path, files, config, vocab)
-    return pre
+    return _build(path, config, vocab, metrics, state, dtype)
+
+
+def adopt(path: str | os.PathLike) -> Path:
+    """Give a checkpoint folder without a manifest one (what ``python -m attnxai adopt PATH``
+    runs; module docstring): every check that needs no manifest, then a manifest recording the
+    files as they are, marked ``adopted``, written under the folder's lock. It trusts that the
+    files were not changed since they were saved. Returns the manifest's path.
+
+    Refuses a folder that already has a manifest (it is verified at every load: nothing to
+    adopt), a damaged or inconsistent one, and one whose files change while it is adopted."""
+    path, files = _read_folder(path)
+    if MANIFEST in files:
+        raise ValueError(f"{path} already has a {MANIFEST}: it is verified at every load, there "
+                         "is nothing to adopt (a damaged one is rebuilt, not adopted)")
+    config, vocab, metrics, state = _check(path, files)
+    _build(path, config, vocab, metrics, state, torch.float32)        # weights against the model
+    lock = writer_lock(path)
+    try:
+        lock.acquire(timeout=_ADOPT_WAIT_SECONDS)
+    except Timeout:
+        raise CheckpointError(f"{path} is being written by another process (its lock "
+                              f"{lock.lock_file} was held for {_ADOPT_WAIT_SECONDS:.0f} s): "
+                              "adopt it once that process has finished") from None
+    try:
+        if _read_files(path) != files:
+            raise CheckpointError(f"the files of {path} changed while it was adopted: adopt it "
+                                  "again once nothing writes it")
+        return atomic_write(path / MANIFEST, _manifest(files, config, len(vocab), adopted=True))
+    finally:
+        lock.release()
 
 
 # ---------------------------------------------------------------------- checkpoints in memory
 def checkpoint_files(path: str | os.PathLike) -> dict[str, bytes]:
     """The bytes of a checkpoint folder's four files and of its ``manifest.json``, read once and
     verified exactly as :func:`load` verifies them: what a cluster worker receives instead of a
-    path (:mod:`attnxai.experiment.transport`). A legacy folder (no manifest) gets, in memory, the
-    manifest :func:`load` would write for it after its consistency checks."""
+    path (:mod:`attnxai.experiment.transport`). A folder without a manifest is refused as
+    :func:`load` refuses it."""
     path, files = _read_folder(path)
-    config, vocab, _, _ = _check(path, files)
-    if MANIFEST not in files:
-        files[MANIFEST] = _manifest(files, config, len(vocab), adopted=True)
+    if MANIFEST not in files and all(n in files for n in _FILES):
+        raise _unverified(path, files)
+    _check(path, files)
     return {name: files[name] for name in (*_FILES, MANIFEST)}
+
+
+def save_files(files: dict[str, bytes], path: str | os.PathLike, *,
+               where: str | os.PathLike | None = None, origin: dict[str, Any] | None = None
+               ) -> Path:
+    """Write a checkpoint held in memory (the bytes of :data:`FILES`, e.g. downloaded) to the
+    folder ``path``, exactly these bytes, after verifying them as :func:`from_files` does (a
+    failure raises and writes nothing); atomically for readers and writers, as :func:`save`.
+    ``origin``: where the files came from, kept as ``origin.json`` in the folder (read by
+    :func:`origin`; not part of the verified checkpoint). ``where`` names the copy in errors."""
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise CheckpointError(f"{path} exists and is not a folder: cannot save a checkpoint there")
+    from_files(files, where=where if where is not None else path)
+    extra = None if origin is None else \
+        {ORIGIN: json.dumps(origin, indent=2, sort_keys=True).encode()}
+    _write({name: files[name] for name in FILES}, path, extra)
+    return path
+
+
+def origin(path: str | os.PathLike) -> dict[str, Any] | None:
+    """Where the checkpoint folder ``path`` came from when it was not trained here (its
+    ``origin.json``, written by :func:`save_files`), else None."""
+    try:
+        record = json.loads(_files.read_small_file(Path(path) / ORIGIN))   # never a FIFO
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def from_files(files: dict[str, bytes], *, where: str | os.PathLike = "<checkpoint in memory>",

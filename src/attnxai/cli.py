@@ -5,16 +5,17 @@ takes the parsed namespace and returns an exit code. The flags mean the same in 
 (``--profile``, ``--methods``, ``--num-samples``, ``--kernel-width``, ``--target``,
 ``--no-progress``); an old spelling still works and says which to use.
 
-Errors a user can fix (a wrong value, a missing file, a damaged checkpoint, a package to install:
-``ValueError``, ``FileNotFoundError``, :class:`attnxai.errors.UserError`) print one line and
-exit with status 2; anything else is a bug and keeps its traceback. ``--debug`` shows the
-traceback of every error. SIGTERM stops a command as Ctrl-C does (exit status 130): a run's
+Errors a user can fix (a wrong value, a file or folder the system refuses, a damaged checkpoint, a
+package to install, a request over the memory budget: ``ValueError``, ``OSError``,
+:class:`attnxai.errors.UserError`) print one line and exit with status 2; anything else is a bug
+and keeps its traceback. ``--debug`` shows the traceback of every error. SIGTERM stops a command as Ctrl-C does (exit status 130): a run's
 worker processes are killed and a cluster client closed on the way out.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import signal
 import sys
@@ -53,12 +54,16 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu",
                    help="where to train: cpu (default), cuda, cuda:N or mps (results equal the "
                         "CPU's to float rounding)")
+    p.add_argument("--no-download", action="store_true",
+                   help="train here even when the book's published model of the same cache key "
+                        "could be downloaded")
 
 
 def _train_run(args: argparse.Namespace) -> int:
     from .trained import pretrained
 
-    pre = pretrained(args.profile, archive=args.archive, device=args.device)
+    pre = pretrained(args.profile, archive=args.archive, device=args.device,
+                     download=not args.no_download)
     m = pre.metrics
     ref = paper.reported("multilayer_accuracy" if pre.model.n_layers > 1 else
                          "single_layer_accuracy")
@@ -77,24 +82,117 @@ def _info_args(p: argparse.ArgumentParser) -> None:
                         "else any known IMDb archive; nothing is downloaded)")
     p.add_argument("--path", default=None,
                    help="a checkpoint folder to verify and describe instead of a cached profile")
+    p.add_argument("--published", action="store_true",
+                   help="also compare it, file by file (sha256), with the model the book "
+                        "publishes under the same key (reads the published index)")
 
 
 def _info_run(args: argparse.Namespace) -> int:
-    """Offline: finds the cached model (or loads --path), verifies it, prints its metrics."""
-    from .checkpoint import MANIFEST, load
+    """Offline: finds the cached model (or loads --path), verifies it, prints its key, the
+    sha256 of its files, where it came from and its metrics; ``--published`` compares it with the
+    book's published model (online)."""
+    from .checkpoint import MANIFEST, load, origin
     from .trained import pretrained
 
     if args.path is not None:
         pre = load(args.path)
     else:
         pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
-                         progress=False)
-    manifest = (pre.path / MANIFEST).is_file()
-    print(json.dumps({"path": str(pre.path),
-                      "verified": ("files match their sha256 manifest" if manifest else
-                                   "consistency checks only (no manifest could be written)"),
-                      "data_sha256": pre.config.get("data_sha256"),
-                      **{k: v for k, v in pre.metrics.items() if k != "history"}}, indent=2))
+                         download=False, progress=False)
+    from .files import read_small_file
+
+    raw = read_small_file(pre.path / MANIFEST)              # load() verified the files against it
+    record = json.loads(raw)
+    files = record["files"]
+    verified = "files match their sha256 manifest"
+    if record.get("adopted"):
+        verified += (" (a manifest written by `attnxai adopt`: the files were trusted as found "
+                     "then, and are verified against that record since)")
+    came = origin(pre.path)
+    out = {"path": str(pre.path), "model": pre.path.name, "key": pre.path.name.rsplit("-", 1)[-1],
+           "verified": verified,
+           "sha256": {name: rec["sha256"] for name, rec in sorted(files.items())},
+           "manifest_sha256": hashlib.sha256(raw).hexdigest(),
+           "origin": came or "trained on this machine (no origin.json)",
+           "data_sha256": pre.config.get("data_sha256"),
+           **{k: v for k, v in pre.metrics.items() if k != "history"}}
+    same = True
+    if args.published:
+        from .hub import compare_published
+
+        same, out["published"] = compare_published(pre.path)
+    print(json.dumps(out, indent=2))
+    return 0 if same else 1
+
+
+def _publish_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True,
+                   help="the folder to write (e.g. _build/html/models, served beside the site): "
+                        "one folder per model and index.json")
+    p.add_argument("--profiles", default="paper,multilayer",
+                   help="comma-separated profiles whose cached models to publish (default "
+                        "paper,multilayer); one not in the cache is skipped, saying so")
+    p.add_argument("--require", default="paper",
+                   help="comma-separated profiles that must be in the cache (default paper; "
+                        "'' for none)")
+    p.add_argument("--archive", default=None,
+                   help="IMDb .tar.gz the models were trained on (default: any known archive)")
+
+
+def _publish_run(args: argparse.Namespace) -> int:
+    """Copies the cached models (verified) and writes the index the package downloads from."""
+    from .cache import candidates
+    from .hub import publish
+    from .profiles import get_config
+
+    names = [s.strip() for s in args.profiles.split(",") if s.strip()]
+    required = {s.strip() for s in args.require.split(",") if s.strip()}
+    missing = required - set(names)
+    if missing:
+        raise ValueError(f"--require names {sorted(missing)}, which --profiles does not list")
+    folders = []
+    for name in names:
+        found = [f for f, _ in candidates(get_config(name), args.archive) if f.is_dir()]
+        if not found and name in required:
+            raise FileNotFoundError(f"no cached {name!r} model to publish: run `python -m "
+                                    f"attnxai train --profile {name}` first")
+        if not found:
+            print(f"attnxai publish-models: {name}: not in the cache, skipped", file=sys.stderr)
+        folders += found
+    if not folders:
+        raise FileNotFoundError(f"none of {names} is in the cache: nothing to publish")
+    index = publish(folders, args.out)
+    for folder in folders:
+        print(f"{args.out}/{folder.name}")
+    print(index)
+    return 0
+
+
+def _adopt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", help="a checkpoint folder without manifest.json, or a results folder "
+                                "whose parts carry no checksum")
+
+
+def _adopt_run(args: argparse.Namespace) -> int:
+    """Record, for files that have no record, their checksums as they are now: the one command
+    that makes unverifiable files verifiable, by trusting them (it says what it trusted)."""
+    from pathlib import Path
+
+    from . import checkpoint
+    from .experiment import store
+
+    path = Path(args.path).expanduser()
+    if (path / store.META).is_file():
+        adopted = store.adopt(path)
+        print(f"{path}: {len(adopted)} part(s) given the checksum of their rows as they are now "
+              f"(trusted: that nobody changed them since they were written; every other part was "
+              "verified); from now on a change to any part is detected")
+        return 0
+    manifest = checkpoint.adopt(path)
+    print(f"{manifest}: written. Checked first: the file set, that every file reads, the "
+          "vocabulary size against the embedding and config.json, the weights against the model, "
+          "finite weights. Trusted: that the files are as they were saved (a change made before "
+          "now cannot be detected); from now on every load verifies them against this manifest")
     return 0
 
 
@@ -252,7 +350,8 @@ def _shapley_run(args: argparse.Namespace) -> int:
 def _explain_args(p: argparse.ArgumentParser) -> None:
     from .registry import ALL_METHODS, DEFAULT_SEED
 
-    p.add_argument("text", help="the text to explain ('-' reads it from standard input)")
+    p.add_argument("text", help="the text to explain ('-' reads it from standard input, @FILE "
+                                "from the file FILE; anything else is the text itself)")
     p.add_argument("--profile", default="paper",
                    help="trained model to explain: paper (default) or quick (the cached model, "
                         "trained first if missing)")
@@ -306,6 +405,59 @@ def _target(spec: str) -> int | str:
     return int(spec)
 
 
+#: The most bytes ``attnxai explain @FILE`` reads (the model reads at most 255 tokens anyway).
+_TEXT_BYTES = 1 << 20
+
+
+def _explained_text(arg: str) -> str:
+    """The text of ``attnxai explain``: '-' standard input, '@FILE' a file's content (UTF-8),
+    else the argument itself, with a note when it looks like a path (it is explained as words)."""
+    import os
+    import re
+
+    from .files import read_small_file
+
+    if arg == "-":
+        return sys.stdin.read(_TEXT_BYTES)
+    if arg.startswith("@") and len(arg) > 1:
+        path = os.path.expanduser(arg[1:])
+        try:
+            data = read_small_file(path, _TEXT_BYTES)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no file {path} (from {arg}): give @FILE for a file's "
+                                    "content, or the text itself") from None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") \
+                from None
+    if re.fullmatch(r"\S*[/\\]\S*|\S+\.(txt|md|text|html?)", arg.strip()) or os.path.isfile(arg):
+        print(f"attnxai explain: note: {arg!r} is explained as text (its words); to explain a "
+              f"file's content, pass @{arg}", file=sys.stderr)
+    return arg
+
+
+def _check_output_file(path: str, flag: str) -> None:
+    """Refuse an output file that cannot be written (a folder, a missing or read-only parent)
+    before the work that fills it."""
+    import os
+
+    from .files import probe_writable
+
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{flag} {path} is a folder: give a file name, e.g. "
+                                f"{os.path.join(path, 'explanation.html')}")
+    parent = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(f"{flag} {path}: the folder {parent} does not exist: create it "
+                                "first, or give a file in an existing folder")
+    try:
+        probe_writable(path)
+    except OSError as exc:
+        raise type(exc)(f"{flag} {path} cannot be written ({exc.strerror or exc}): give a file "
+                        "in a folder you can write to (nothing was computed)") from None
+
+
 def _explain_run(args: argparse.Namespace) -> int:
     import os
     import warnings
@@ -314,8 +466,10 @@ def _explain_run(args: argparse.Namespace) -> int:
     from .registry import PAPER_METHODS
     from .trained import pretrained
 
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = _explained_text(args.text)
     methods = _method_names(args.methods)
+    if args.html:
+        _check_output_file(args.html, "--html")             # before anything is computed
     progress = not args.no_progress and sys.stderr.isatty()
     # one LIME run: its numpy loops start faster than numba's compiled ones, same numbers
     lime = {"num_samples": args.num_samples, "kernel_width": args.kernel_width,
@@ -442,7 +596,14 @@ def _screens_run(args: argparse.Namespace) -> int:
 def _skip_run(args: argparse.Namespace) -> int:
     from .experiment.multilayer import skip_runs
 
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    seeds = []
+    for s in args.seeds.split(","):
+        if s.strip():
+            try:
+                seeds.append(int(s))
+            except ValueError:
+                raise ValueError(f"--seeds takes comma-separated integers, got {s.strip()!r} in "
+                                 f"{args.seeds!r}") from None
     return _training_runs(args, skip_runs(seeds), "skip-ablation")
 
 
@@ -453,7 +614,11 @@ def _notebooks_args(p: argparse.ArgumentParser) -> None:
                    help="folder for the notebooks (default: beside each chapter that has a "
                         "launch cell, i.e. the .ipynb that Colab opens)")
     p.add_argument("--student", action="store_true",
-                   help="student edition: no solutions (use with --out)")
+                   help="student edition: no solutions (use with --out, or --in-place)")
+    p.add_argument("--in-place", action="store_true",
+                   help="with --student: strip the solutions from the chapters themselves "
+                        "(.md and .ipynb), as the deploy workflow does on its own checkout for "
+                        "the student branch; not for a working copy you keep")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if a .ipynb beside a chapter is missing or stale")
     p.add_argument("--launch-cells", action="store_true",
@@ -464,9 +629,15 @@ def _notebooks_args(p: argparse.ArgumentParser) -> None:
 def _notebooks_run(args: argparse.Namespace) -> int:
     from . import course
 
+    if args.in_place:
+        if not args.student or args.out is not None:
+            raise ValueError("--in-place goes with --student and without --out")
+        for path in course.make_student_tree(args.root):
+            print(path)
+        return 0
     if args.student and args.out is None:
-        raise ValueError("--student needs --out (the .ipynb beside the chapters keep the "
-                         "solutions)")
+        raise ValueError("--student needs --out or --in-place (the .ipynb beside the chapters "
+                         "keep the solutions)")
     if args.check:
         stale = course.stale_notebooks(args.root)
         for line in stale:
@@ -489,7 +660,14 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
     "train": (_train_args, _train_run,
               "train a profile (or load it from the cache) and print its metrics"),
     "info": (_info_args, _info_run,
-             "verify a cached model and print its metrics (offline: no training, no download)"),
+             "verify a cached model and print its key, files' sha256, origin and metrics "
+             "(offline: no training, no download; --published compares with the book's)"),
+    "publish-models": (_publish_args, _publish_run,
+                       "copy the cached models (verified) and the index readers download them "
+                       "from into a folder served beside the site"),
+    "adopt": (_adopt_args, _adopt_run,
+              "trust a checkpoint without manifest.json, or results parts without checksums, as "
+              "they are now: record their checksums (says what it checked and what it trusts)"),
     "lime-experiment": (_lime_args, _lime_run,
                         "LIME (repeated) on many test reviews vs every closed-form "
                         "approximation; resumable, parallel"),
@@ -518,9 +696,23 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    """What a user can fix: a wrong value, a file or folder the system refuses (missing, not
+    writable, a folder where a file is expected, a full disk...), the package's own
+    :class:`~attnxai.errors.UserError` (a damaged checkpoint, a request over the memory budget,
+    a cluster that cannot be reached...), and running out of memory."""
     from .errors import UserError
 
-    return (ValueError, FileNotFoundError, UserError)
+    return (ValueError, OSError, UserError, MemoryError)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error as the one line a user sees."""
+    if isinstance(exc, MemoryError) and not str(exc):
+        return ("out of memory: the request needs more memory than this machine has free (lower "
+                "--num-samples or --reviews, or set ATTNXAI_MEMORY_BUDGET to have such requests "
+                "refused before they start)")
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split()) if "\n" in text else text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -543,7 +735,8 @@ def main(argv: list[str] | None = None) -> int:
     except _user_errors() as exc:
         if args.debug:
             raise
-        print(f"attnxai {args.command}: error: {exc}", file=sys.stderr)
+        print(f"attnxai {args.command}: error: {_one_line(exc)} (--debug shows the traceback)",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"attnxai {args.command}: stopped (rerun the same command to resume)",

@@ -2,9 +2,10 @@
 
 * :func:`start` is what the first cell of every chapter calls (after installing attnxai when it
   is missing, e.g. on Colab): it picks the trained model the chapter will use and says which.
-  An explicit ``ATTNXAI_PROFILE`` wins; otherwise the paper's model if it is in the cache, else
-  the quick model (trained in about a minute), announced as such, so that a chapter launched on a
-  fresh machine runs in minutes instead of training for ten.
+  An explicit ``ATTNXAI_PROFILE`` wins; otherwise the paper's model if it is in the cache or
+  the book's published one can be downloaded (seconds), else the quick model (trained in about a
+  minute), announced as such, so that a chapter launched on a fresh machine runs in minutes
+  instead of training for ten.
 * :func:`chapter_notebook` turns a chapter (jupytext MyST Markdown) into a Jupyter notebook without
   outputs: the ``notebooks/*.ipynb`` that Colab and the download menu open
   (``tests/test_notebooks_sync.py`` checks they match the ``.md``); ``student=True`` removes the
@@ -25,7 +26,8 @@ from .files import atomic_write
 ENV_PROFILE = "ATTNXAI_PROFILE"
 
 # ---------------------------------------------------------------- the launch cell
-#: The first code cell of every chapter; ``{url}`` is _config.yml's repository URL.
+#: The first code cell of every chapter when the book names its repository (``{url}``, see
+#: :func:`repository_url`): it installs attnxai from there when it is missing (Colab).
 LAUNCH_CELL = '''\
 # Launch cell: installs attnxai if it is missing (Colab, a fresh Binder or laptop), then picks
 # the trained model (the paper's if it is cached, else the quick one). See "Launch and run".
@@ -35,20 +37,34 @@ except ImportError:
     %pip install --quiet "attnxai @ git+{url}"
     import attnxai.course
 attnxai.course.start()'''
+#: The launch cell of a book that names no repository: nothing to install from, so it says how
+#: to install attnxai instead of trying a made-up address.
+LAUNCH_CELL_LOCAL = '''\
+# Launch cell: picks the trained model (the paper's if it is cached, else the quick one). See
+# "Launch and run". This copy of the book names no repository to install attnxai from.
+try:
+    import attnxai.course
+except ImportError as exc:
+    raise ImportError("attnxai is not installed: run `pip install -e .` in the book's folder, "
+                      "then restart the kernel") from exc
+attnxai.course.start()'''
 LAUNCH_MARKER = "# Launch cell:"
 
 
 def start(*, verbose: bool = True) -> str:
     """Choose the profile a chapter runs on, say which, and return it ("paper" or "quick").
 
-    ``ATTNXAI_PROFILE`` set: that profile. Unset: "paper" if the paper's model is already
-    trained (in ``attnxai.data.cache_dir()``), else "quick", which is then set in
+    ``ATTNXAI_PROFILE`` set: that profile. Unset: "paper" if the paper's model is in the cache
+    (``attnxai.data.cache_dir()``) or the book's published one can be downloaded (verified,
+    :mod:`attnxai.hub`; it says where it came from), else "quick", which is then set in
     ``os.environ`` so that every later ``attnxai.pretrained()`` and ``sized()`` of the session use
-    it. Nothing is trained here; the chapter's own ``attnxai.pretrained()`` trains the quick model
-    if needed (about a minute on two cores).
+    it (the message says why the download was not possible and how to turn it on). Nothing is
+    trained here; the chapter's own ``attnxai.pretrained()`` trains the quick model if needed
+    (about a minute on two cores).
     """
     from . import __version__
-    from .trained import pretrained
+    from .checkpoint import origin
+    from .trained import ModelNotCached, pretrained
     from .data import cache_dir
 
     explicit = os.environ.get(ENV_PROFILE)
@@ -57,18 +73,39 @@ def start(*, verbose: bool = True) -> str:
         why = f"{ENV_PROFILE}={chosen} is set"
     else:
         try:
-            pretrained("paper", train_if_missing=False, progress=False)
-            chosen, why = "paper", "the paper's model is trained and cached"
-        except FileNotFoundError:
+            pre = pretrained("paper", train_if_missing=False, progress=verbose)
+            came = origin(pre.path)
+            chosen, why = "paper", (
+                "the paper's model is trained and cached" if came is None else
+                f"the book's paper model {pre.path.name}, downloaded from {came.get('url')} on "
+                f"{str(came.get('downloaded', '?'))[:10]} and verified; `python -m attnxai info` "
+                "shows its key and the sha256 of its files")
+        except ModelNotCached as exc:
             chosen = "quick"
             os.environ[ENV_PROFILE] = chosen
-            why = ("no trained paper model in this cache, so this session FALLS BACK TO THE QUICK "
-                   "MODEL (trained in about a minute, small samples): its numbers differ from the "
-                   "book's. For the paper's model run `python -m attnxai train --profile paper` "
-                   "(about 10 minutes on two cores), then restart the kernel")
+            why = ("no trained paper model in this cache and the book's was not downloaded "
+                   f"({exc.reason}), so this session FALLS BACK TO THE QUICK MODEL (trained in "
+                   "about a minute, small samples): its numbers differ from the book's. For the "
+                   "paper's model run `python -m attnxai train --profile paper` (about 10 minutes "
+                   "on two cores), then restart the kernel")
     if verbose:
-        print(f"attnxai {__version__}: profile {chosen!r} ({why}).\ncache: {cache_dir()}")
+        print(f"attnxai {__version__}: profile {chosen!r} ({why}).\n"
+              f"cache: {shown_path(cache_dir())}")
     return chosen
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as a page may show it, without the machine's own folders: relative to the working
+    directory when it is below it or below its parent (``../.cache`` from a chapter's folder), else
+    to the home folder (``~/.cache/attnxai``), else its last part (``…/cache``). A chapter's output
+    is read on other machines (the site, a downloaded notebook), where the folders of the one that
+    ran it mean nothing."""
+    path, cwd, home = Path(path).resolve(), Path.cwd().resolve(), Path.home().resolve()
+    if cwd.parent != Path(cwd.anchor) and path.is_relative_to(cwd.parent):
+        return os.path.relpath(path, cwd)
+    if path.is_relative_to(home) and home != Path(home.anchor):
+        return "~/" + path.relative_to(home).as_posix()
+    return "…/" + path.name
 
 
 # ---------------------------------------------------------------- solutions
@@ -246,7 +283,7 @@ def launched(root: str | os.PathLike = ".") -> list[Path]:
 def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.PathLike = ".",
                     student: bool = False) -> list[Path]:
     """Write one ``.ipynb`` per chapter into ``out``; without ``out``, beside each chapter that
-    has a launch cell (the notebooks Colab opens)."""
+    has a launch cell (the notebooks Colab opens). ``student``: without solutions."""
     written, macros = [], macros_markdown(root)
     for md in (chapters(root) if out is not None else launched(root)):
         folder = Path(out) if out is not None else md.parent
@@ -257,6 +294,20 @@ def write_notebooks(out: str | os.PathLike | None = None, *, root: str | os.Path
             atomic_write(path, text)
         written.append(path)
     return written
+
+
+def make_student_tree(root: str | os.PathLike = ".") -> list[Path]:
+    """Turn the repository at ``root`` into the student edition, in place: every chapter's
+    ``.md`` without its solutions and its ``.ipynb`` the student notebook. The deploy workflow
+    runs it on its own checkout and pushes the result to the branch that the student site's
+    Binder and Colab buttons open (book/_ext/attnxai_book.py, ``STUDENT_BRANCH``); never run it
+    on a working copy you mean to keep."""
+    changed = []
+    for md in launched(root):
+        md.write_text(strip_solutions_md(md.read_text()))
+        changed.append(md)
+    changed += write_notebooks(root=root, student=True)
+    return changed
 
 
 def stale_notebooks(root: str | os.PathLike = ".") -> list[str]:
@@ -281,16 +332,24 @@ _CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?:(?::[^\n]*\n)+\n?)?(?P<bod
 
 
 def repository_url(root: str | os.PathLike = ".") -> str:
-    """_config.yml's ``repository.url`` (the one place the book's repository is set)."""
-    import yaml
+    """_config.yml's ``repository.url`` (the one place the book's repository is set; read by
+    :func:`attnxai.repository.configured_url`, which the model downloads use too); "" while the
+    book names none (empty, or the old ``OWNER/REPOSITORY`` placeholder)."""
+    from .repository import configured_url, names_repository
 
-    config = yaml.safe_load(Path(root, "_config.yml").read_text())
-    return config["repository"]["url"].rstrip("/")
+    url = configured_url(root)
+    return url if names_repository(url) else ""
 
 
-def launch_cell_md(url: str) -> str:
+def launch_cell(url: str = "") -> str:
+    """The launch cell's code: installing attnxai from the repository ``url``, or, without one,
+    saying how to install it."""
+    return LAUNCH_CELL.format(url=url) if url else LAUNCH_CELL_LOCAL
+
+
+def launch_cell_md(url: str = "") -> str:
     """The launch cell as MyST Markdown (input hidden on the site, output shown)."""
-    return f"```{{code-cell}} ipython3\n:tags: [hide-input]\n\n{LAUNCH_CELL.format(url=url)}\n```\n"
+    return f"```{{code-cell}} ipython3\n:tags: [hide-input]\n\n{launch_cell(url)}\n```\n"
 
 
 def launch_cell_source(md_text: str) -> str | None:
@@ -301,19 +360,24 @@ def launch_cell_source(md_text: str) -> str | None:
     return m.group("body").rstrip("\n")
 
 
-def set_launch_cell(md: str | os.PathLike, url: str) -> bool:
+def with_launch_cell(md_text: str, url: str = "", *, name: str = "the chapter") -> str:
+    """``md_text`` (a chapter) whose first code cell is the launch cell for ``url`` (inserted, or
+    the existing launch cell updated)."""
+    m = _CODE_CELL.search(md_text)
+    if m is None:
+        raise ValueError(f"{name} has no code cell")
+    cell = launch_cell_md(url)
+    if m.group("body").startswith(LAUNCH_MARKER):
+        return md_text[:m.start()] + cell + md_text[m.end():]
+    return md_text[:m.start()] + cell + "\n" + md_text[m.start():]
+
+
+def set_launch_cell(md: str | os.PathLike, url: str = "") -> bool:
     """Make the chapter's first code cell the launch cell for ``url`` (insert or update it);
     True if the file changed."""
     path = Path(md)
     text = path.read_text()
-    m = _CODE_CELL.search(text)
-    if m is None:
-        raise ValueError(f"{path} has no code cell")
-    cell = launch_cell_md(url)
-    if m.group("body").startswith(LAUNCH_MARKER):
-        new = text[:m.start()] + cell + text[m.end():]
-    else:
-        new = text[:m.start()] + cell + "\n" + text[m.start():]
+    new = with_launch_cell(text, url, name=str(path))
     if new != text:
         atomic_write(path, new)
     return new != text

@@ -126,7 +126,8 @@ class Explanation:
         rows, scores = (self.tokens, self.token_scores) if level == "token" else \
             (self.words, self.word_scores)
         names = list(scores)
-        cells = [[f"{v:+.{digits}f}" for v in scores[m]] for m in names]
+        # round, then + 0: a weight that rounds to zero prints +0.000, never -0.000
+        cells = [[f"{round(v, digits) + 0:+.{digits}f}" for v in scores[m]] for m in names]
         tw = max([5] + [len(t) for t in rows])
         widths = [max(len(m), max((len(c) for c in col), default=0)) for m, col in
                   zip(names, cells)]
@@ -158,10 +159,10 @@ class Explanation:
         """The paper's Figure 1 for this text, one shaded row per method
         (:func:`attnxai.plots.figure1_page`: a complete offline HTML page; ``page=False``: the rows
         alone, :func:`attnxai.plots.explanations_html`, for a notebook)."""
-        from .plots import explanations_html, figure1_page
+        from .plots import figure1_page
 
         if not page:
-            return explanations_html(self.tokens, self.token_scores)
+            return str(self._shading())
         p = self.probability
         sub = (f"model {self.model}; P(class {self.target}) = {p[self.target]:.3f}; every row "
                f"explains logit {self.target}")
@@ -178,8 +179,20 @@ class Explanation:
         return figure1_page(self.tokens, self.token_scores, title="Explanations of one text",
                             subtitle=sub, notes=notes)
 
+    def _shading(self):
+        """The rows with the book's colour key (attnxai.plots.explanations_html)."""
+        from .plots import explanations_html
+
+        towards = '"positive"' if self.target == 1 else f"class {self.target}"
+        return explanations_html(self.tokens, self.token_scores, towards=towards,
+                                 score=f"each explainer's weight of the token for logit {self.target}")
+
     def _repr_html_(self) -> str:
         return self.to_html(page=False)
+
+    def _repr_latex_(self) -> str:
+        """The same rows for the PDF (colour boxes)."""
+        return self._shading()._repr_latex_()
 
     def write_html(self, path: str | Path) -> Path:
         """Write :meth:`to_html` to ``path`` (UTF-8, atomically); returns the path."""

@@ -144,8 +144,12 @@ def _document(model: ClassifierBase, ids: Any, *, words: bool = True) -> np.ndar
 
 
 def _scores(name: str, scores: Any, n: int) -> np.ndarray:
-    s = scores.detach().cpu().double().numpy() if isinstance(scores, torch.Tensor) \
-        else np.asarray(scores, dtype=np.float64)
+    if isinstance(scores, torch.Tensor):
+        if scores.is_complex():
+            raise TypeError(f"scores of {name!r} must be real numbers, got a complex tensor")
+        s = scores.detach().cpu().double().numpy()
+    else:
+        s = validate.real_scores(scores, f"scores of {name!r}")
     if s.shape != (n,):
         raise ValueError(f"scores of {name!r} must have one entry per word position ({n}, [CLS] "
                          f"excluded), got shape {s.shape}")
@@ -174,7 +178,7 @@ def ranking(scores: Any, selection: str = "positive", *, ties: str = "position")
     """
     validate.choice(selection, "selection", SELECTIONS)
     validate.choice(ties, "ties", TIES)
-    s = np.asarray(scores, dtype=np.float64)
+    s = validate.real_scores(scores)
     if s.ndim != 1:
         raise ValueError(f"scores must be 1-D (one per word position), got shape {s.shape}")
     key = np.abs(s) if selection == "abs" else s

@@ -9,7 +9,9 @@ truncated one, and a writer killed half-way leaves only a ``.tmp-*`` file, which
 the new folder with the old (``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere two renames, a
 window of microseconds). Every writer of results, checkpoints, training states, book summaries
 and pages goes through these two. :func:`writer_lock` keeps two writers of one path apart (an OS
-file lock, released by the kernel if its holder is killed).
+file lock, released by the kernel if its holder is killed). :func:`open_regular` and
+:func:`read_small_file` are how stored files are opened for reading: a FIFO, a folder or a device
+put in a file's place is refused instead of blocking the reader forever or being read without end.
 """
 
 from __future__ import annotations
@@ -18,17 +20,93 @@ import ctypes
 import errno
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["TMP_PREFIX", "atomic_write", "fsync_dir", "replace_folder", "write_durably",
+__all__ = ["SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write", "fsync_dir",
+           "open_regular", "probe_writable", "read_small_file", "replace_folder", "write_durably",
            "writer_lock"]
 
 #: Temporary files and folders start with this (``.tmp-<target name>-<random>``): readers that
 #: list a folder skip them.
 TMP_PREFIX = ".tmp-"
+#: How long a writer waits for another process writing the same path (a training of the
+#: paper's model takes about 10 minutes on 2 cores, the multi-layer one hours on a CPU).
+WAIT_SECONDS = 12 * 3600.0
+#: The most :func:`read_small_file` reads (settings, manifests, configurations, vocabularies).
+SMALL_FILE_BYTES = 64 << 20
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: str | os.PathLike, *, dir_fd: int | None = None) -> int:
+    """A file descriptor for reading the regular file ``path`` (relative to ``dir_fd`` if given).
+
+    Anything else in its place (a folder, a FIFO, a device such as ``/dev/zero``, also behind a
+    symlink) raises :class:`attnxai.errors.NotARegularFile` without reading or waiting: the file
+    is opened non-blocking (opening a FIFO otherwise waits for a writer) and checked with
+    ``fstat`` on the descriptor itself, so a swap after the check cannot slip through."""
+    from .errors import NotARegularFile
+
+    mode = os.stat(path, dir_fd=dir_fd).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotARegularFile(f"{path} is {_kind(mode)}, not a regular file: it cannot be the "
+                              "stored file expected there; put the right file back")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags, dir_fd=dir_fd)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(f"{path} is {_kind(mode)}, not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def probe_writable(path: str | os.PathLike) -> Path:
+    """Check that ``path`` (a file or folder to be written, existing or not) can be created:
+    its nearest existing parent folder must accept a new file (tried with a temporary file,
+    removed at once: permissions, read-only file systems and root's rights all count). Returns
+    that parent; raises ``NotADirectoryError`` when a parent is a file, else the ``OSError`` of
+    the attempt."""
+    path = Path(path).expanduser().absolute()
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{parent} is a file, not a folder, so {path} "
+                                 "cannot be created", str(parent))
+    fd, probe = tempfile.mkstemp(dir=parent, prefix=f"{TMP_PREFIX}write-test-")
+    os.close(fd)
+    os.unlink(probe)
+    return parent
+
+
+def read_small_file(path: str | os.PathLike, limit: int = SMALL_FILE_BYTES, *,
+                    dir_fd: int | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`), refused with
+    :class:`attnxai.errors.NotARegularFile` when it holds more than ``limit`` bytes."""
+    from .errors import NotARegularFile
+
+    with os.fdopen(open_regular(path, dir_fd=dir_fd), "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise NotARegularFile(f"{path} holds more than {limit} bytes, more than any file of its "
+                              "kind: it is not the file expected there")
+    return data
 
 
 def fsync_dir(folder: str | os.PathLike) -> None:

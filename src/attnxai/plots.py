@@ -1,4 +1,5 @@
-"""Figures shared by the chapters (seaborn styling, token shading as in the paper's Figure 1).
+"""Figures shared by the chapters (seaborn styling, token shading as in the paper's Figure 1, the
+paper's Figure 2 drawn).
 
 The book's figures are drawn for a 750-pixel column: at most :data:`MAX_WIDTH` inches wide at
 100 dpi, text of at least 10 pt, and saved at twice that resolution (``retina``: 200 dpi, shown at
@@ -17,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
+from . import printforms
 
 #: The widest figure, in inches at 100 dpi (the book's column is about 750 CSS pixels).
 MAX_WIDTH = 7.2
@@ -26,7 +28,9 @@ MIN_FONT = 10
 
 def setup() -> None:
     """The book's figure style (call once per chapter): 100 dpi on screen, 2x in the notebook
-    output (retina PNG), text of at least 10 pt, figures at most :data:`MAX_WIDTH` inches wide."""
+    output (retina PNG), text of at least 10 pt, figures at most :data:`MAX_WIDTH` inches wide;
+    and the print forms of tables and SymPy output (:func:`attnxai.printforms.register`; call
+    it after ``sympy.init_printing``)."""
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
     plt.rcParams.update({
         "figure.dpi": 100, "savefig.dpi": 200, "savefig.bbox": "tight",
@@ -42,6 +46,7 @@ def setup() -> None:
     except ImportError:    # pragma: no cover - matplotlib_inline comes with IPython
         pass
     _readable_when_displayed()
+    printforms.register()      # tables and wide SymPy output get a LaTeX form for the PDF
 
 
 def readable(fig, min_font: float = MIN_FONT) -> bool:
@@ -85,26 +90,138 @@ def _readable_when_displayed() -> None:
         fmt.for_type(Figure, render_readable)
 
 
-def token_html(tokens: Sequence[str], weights: Sequence[float], *, scale: float | None = None,
-               title: str | None = None) -> str:
-    """Tokens shaded green (positive weight) or red (negative), opacity ~ |weight| / scale.
+#: The book's colour convention (book/notation.md), for every signed weight it shades: green, a
+#: weight that pushes the explained logit (logit 1, "positive") up; red, one that pushes it down.
+TOWARDS = (46, 125, 50)
+AWAY = (198, 40, 40)
 
-    ``scale`` defaults to the largest absolute weight, so the strongest token is fully coloured.
-    Returns an HTML string (wrap it in ``IPython.display.HTML`` to show it).
-    """
-    w = np.asarray(weights, dtype=float)
-    if len(tokens) != len(w):
-        raise ValueError(f"{len(tokens)} tokens but {len(w)} weights")
-    scale = float(np.max(np.abs(w))) if scale is None else float(scale)
-    scale = scale or 1.0
-    spans = []
-    for tok, x in zip(tokens, w):
-        a = min(abs(x) / scale, 1.0)
-        rgb = "46,125,50" if x >= 0 else "198,40,40"
-        spans.append(f'<span title="{x:.4g}" style="background: rgba({rgb},{a:.3f}); '
-                     f'padding: 1px 2px; margin: 1px; border-radius: 3px">{html.escape(tok)}</span>')
-    head = f"<b>{html.escape(title)}</b>: " if title else ""
-    return f'<div style="line-height: 1.9; font-family: monospace">{head}{" ".join(spans)}</div>'
+
+def signed_cmap():
+    """The convention as a colour map for signed values (red, white at 0, green): heat maps of
+    LIME coefficients, correlations. Use it with ``center=0`` (or vmin = -vmax)."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    return LinearSegmentedColormap.from_list(
+        "attnxai_signed", [tuple(c / 255 for c in AWAY), (1, 1, 1), tuple(c / 255 for c in TOWARDS)])
+
+
+class TokenShading:
+    """Rows of tokens shaded by weight, with a colour key: what :func:`token_html` and
+    :func:`explanations_html` return. ``display()`` it: HTML on the site and in notebooks
+    (``_repr_html_``), LaTeX boxes in the PDF (``_repr_latex_``, ``\\colorbox``); ``str()`` is its
+    HTML.
+
+    ``rows``: (label, weights) pairs, weights aligned with ``tokens`` (NaN: unshaded); each row
+    is scaled by its own largest |weight| unless ``scale`` is given. ``key``: which explainer and
+    which score are shaded, said before the colours' meaning; ``towards``: the class the weights
+    explain (logit 1, "positive", in the book)."""
+
+    def __init__(self, tokens: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]], *,
+                 key: str, scale: float | None = None, towards: str = '"positive"'):
+        if not key or not key.strip():
+            raise ValueError("a token shading needs its key: which explainer and which score it shades")
+        if not rows:
+            raise ValueError("no row of weights to shade")
+        self.tokens = [str(t) for t in tokens]
+        self.key = key.strip()
+        self.towards = towards
+        self.rows = []
+        for label, w in rows:
+            w = np.asarray(w, dtype=float)
+            if w.shape != (len(self.tokens),):
+                raise ValueError(f"{label or 'row'}: {len(self.tokens)} tokens but {w.size} weights")
+            finite = np.abs(w[np.isfinite(w)])
+            top = float(scale) if scale is not None else (float(finite.max()) if finite.size else 0.0)
+            self.rows.append((label, w, top or 1.0))
+
+    def cells(self):
+        """Per row: (label, [(token, weight, rgb or None, opacity)]), the colours of the
+        convention (None: no weight)."""
+        out = []
+        for label, w, top in self.rows:
+            cells = []
+            for tok, x in zip(self.tokens, w):
+                if not np.isfinite(x):
+                    cells.append((tok, x, None, 0.0))
+                else:
+                    cells.append((tok, x, TOWARDS if x >= 0 else AWAY, min(abs(x) / top, 1.0)))
+            out.append((label, cells))
+        return out
+
+    def _repr_html_(self) -> str:
+        width = max((len(label) for label, _, _ in self.rows), default=0)
+        swatch = ('<span style="background: rgb({}); padding: 0 .6em; border-radius: 2px; '
+                  'margin: 0 .3em"></span>')
+        key = (f'<div class="attnxai-key" style="font-family: sans-serif; font-size: .85em; '
+               f'color: #555; line-height: 1.5; margin-bottom: .2em">{html.escape(self.key)}. '
+               f'{swatch.format("%d,%d,%d" % TOWARDS)}towards {html.escape(self.towards)}, '
+               f'{swatch.format("%d,%d,%d" % AWAY)}away; opacity |weight| / largest |weight| of '
+               "the row (hover a token for its weight).</div>")
+        lines = []
+        for label, cells in self.cells():
+            spans = []
+            for tok, x, rgb, a in cells:
+                if rgb is None:
+                    style, tip = "", "no weight"
+                else:
+                    fg = "#fff" if a > 0.55 else "#222"          # readable on a strong colour
+                    under = "; text-decoration: underline dotted" if x < 0 else ""
+                    style = f"background: rgba({rgb[0]},{rgb[1]},{rgb[2]},{a:.3f}); color: {fg}{under}"
+                    tip = f"{x:+.4g}"
+                spans.append(f'<span class="attnxai-tok" data-weight="{x:.6g}" title="{tip}" '
+                             f'style="{style}; padding: 1px 2px; margin: 1px; border-radius: 3px">'
+                             f"{html.escape(tok)}</span>")
+            head = (f"<b>{html.escape(label.ljust(width)).replace(' ', '&nbsp;')}</b>&nbsp; "
+                    if label else "")
+            lines.append(f'<div class="attnxai-row">{head}{" ".join(spans)}</div>')
+        return (f'<div class="attnxai-shading" style="line-height: 1.9; font-family: monospace">'
+                f'{key}{"".join(lines)}</div>')
+
+    def _repr_latex_(self) -> str:
+        """The same rows as LaTeX colour boxes (xcolor's ``\\colorbox``, the shade mixed with
+        white), in a paragraph box so that long rows wrap."""
+        def box(tok, rgb, a):
+            text = rf"\strut\texttt{{{_latex_escape(tok)}}}"
+            if rgb is None or a < 0.005:
+                return rf"\fbox{{{text}}}" if rgb is None else text
+            mix = ",".join(str(round(255 - a * (255 - c))) for c in rgb)
+            fg = r"\color{white}" if a > 0.55 else ""
+            return rf"\colorbox[RGB]{{{mix}}}{{{fg}{text}}}"
+
+        rows = []
+        for label, cells in self.cells():
+            head = rf"\textbf{{{_latex_escape(label)}}}\enspace " if label else ""
+            rows.append(head + " ".join(box(tok, rgb, a) for tok, _, rgb, a in cells))
+        key = _latex_escape(f"{self.key}. Green: towards {self.towards}; red: away; "
+                            "opacity |weight| / largest |weight| of the row.")
+        # \newline, not \par: the PDF builder puts the output in an amsmath environment
+        body = r" \newline ".join([rf"\textit{{{key}}}"] + rows)
+        return (r"$\displaystyle \parbox{0.95\linewidth}{\raggedright\setlength{\fboxsep}{1pt}"
+                rf"\footnotesize {body}}}$")
+
+    def __str__(self) -> str:
+        return self._repr_html_()
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
+                  "#": r"\#", "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%",
+                  "~": r"\textasciitilde{}", '"': "''"}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def token_html(tokens: Sequence[str], weights: Sequence[float], *, explainer: str, score: str,
+               scale: float | None = None, title: str | None = None,
+               towards: str = '"positive"') -> TokenShading:
+    """Tokens shaded by the book's convention (book/notation.md: green pushes logit 1,
+    "positive", up, red down), opacity ~ |weight| / ``scale``, with a colour key that names the
+    ``explainer`` and the ``score`` shaded (e.g. ``explainer="the model's own scores"``,
+    ``score="s_t of logit 1, mean over heads"``). ``scale`` defaults to the largest |weight|, so
+    the strongest token is fully coloured; ``title`` labels the row. ``display()`` the result."""
+    return TokenShading(tokens, [(title or "", weights)],
+                        key=f"Shaded: {score}, from {explainer}", scale=scale, towards=towards)
 
 
 def attention_heatmap(tokens: Sequence[str], alpha, *, ax=None, head_labels: Sequence[str] | None = None,
@@ -154,22 +271,20 @@ def attention_heatmap(tokens: Sequence[str], alpha, *, ax=None, head_labels: Seq
 
 
 def explanations_html(tokens: Sequence[str], scores: dict[str, Sequence[float]], *,
-                      shared_scale: bool = False) -> str:
-    """Figure 1: one shaded line of tokens per explainer (see :func:`token_html`).
+                      score: str = "each explainer's weight of the token for logit 1",
+                      shared_scale: bool = False, towards: str = '"positive"') -> TokenShading:
+    """Figure 1: one shaded line of tokens per explainer (the row's label; see :func:`token_html`
+    for the colours), with a key that says what is shaded (``score``).
 
     Each explainer has its own scale (its strongest token fully coloured) unless
     ``shared_scale``; NaN scores (e.g. a missing LIME word) are shown unshaded.
     """
-    rows = []
+    if not scores:
+        raise ValueError("no explanation to draw")
     top = max((np.nanmax(np.abs(np.asarray(v, float))) for v in scores.values()), default=1.0)
-    width = max((len(k) for k in scores), default=0)
-    for name, w in scores.items():
-        w = np.nan_to_num(np.asarray(w, dtype=float), nan=0.0)
-        label = name.ljust(width).replace(" ", "&nbsp;")
-        body = token_html(tokens, w, scale=top if shared_scale else None)
-        rows.append(body.replace('font-family: monospace">',
-                                 f'font-family: monospace"><b>{label}</b>&nbsp; ', 1))
-    return "\n".join(rows)
+    return TokenShading(tokens, list(scores.items()),
+                        key=f"One row per explainer ({', '.join(scores)}); shaded: {score}",
+                        scale=top if shared_scale else None, towards=towards)
 
 
 def figure1_page(tokens: Sequence[str], scores: dict[str, Sequence[float]], *,
@@ -194,7 +309,7 @@ def figure1_page(tokens: Sequence[str], scores: dict[str, Sequence[float]], *,
             if not np.isfinite(x):
                 bg, tip = "transparent", "no weight"
             else:
-                rgb = "46,125,50" if x >= 0 else "198,40,40"
+                rgb = "%d,%d,%d" % (TOWARDS if x >= 0 else AWAY)
                 a = min(abs(x) / top, 1.0)
                 bg, tip = f"rgba({rgb},{a:.3f})", f"{x:+.4g}"
                 fg = "#fff" if a > 0.55 else fg        # readable on a strong colour
@@ -230,8 +345,8 @@ tr:first-child td {{ border-top: none; }}
 <body>
 <h1>{html.escape(title)}</h1>
 {sub}
-<p class="legend">Each row is one explainer. <span class="sw" style="background:rgb(46,125,50)">
-</span>weight &ge; 0 <span class="sw" style="background:rgb(198,40,40)"></span>weight &lt; 0;
+<p class="legend">Each row is one explainer. <span class="sw" style="background:rgb({"%d,%d,%d" % TOWARDS})">
+</span>weight &ge; 0 (towards "positive") <span class="sw" style="background:rgb({"%d,%d,%d" % AWAY})"></span>weight &lt; 0 (away);
 opacity = |weight| / largest |weight| of the row (hover a token for its weight).</p>
 <table>
 {chr(10).join(rows)}
@@ -240,6 +355,86 @@ opacity = |weight| / largest |weight| of the row (hover a token for its weight).
 </body>
 </html>
 """
+
+
+def architecture(ax=None):
+    """The paper's Figure 2, drawn: the single-layer classifier of chapter 1 with the paper's
+    symbols, from the tokens ([CLS] first) and their embeddings (word plus position) through one
+    head (keys and values of every token, the [CLS] query, the softmax, the attention output and
+    the head's output layer, the K heads stacked behind) to the average over heads, the logits.
+    Returns the axes (a figure :data:`MAX_WIDTH` inches wide when ``ax`` is None)."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(MAX_WIDTH, 4.4))
+    ax.set_xlim(0, 14.4)
+    ax.set_ylim(0, 8.8)
+    ax.axis("off")
+    C = {"tok": "#f2f2f2", "emb": "#dbe9f6", "head": "#fff7e8", "att": "#fde0dd", "out": "#e5f5e0"}
+
+    def box(x, y, w, h, text, color, **kw):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
+                                    boxstyle="round,pad=0.02,rounding_size=0.15",
+                                    fc=color, ec="0.35", lw=0.9, zorder=3))
+        if text:
+            note(x, y, text, **kw)
+
+    def note(x, y, text, **kw):
+        ax.text(x, y, text, **{"ha": "center", "va": "center", "fontsize": 10, "zorder": 4, **kw})
+
+    def arrow(a, b, **kw):
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=10, lw=0.9,
+                                     color="0.3", shrinkA=0, shrinkB=0, zorder=2, **kw))
+
+    rows = {"1": 6.2, "2": 4.7, "T": 2.6}
+    for k, off in enumerate((0.3, 0.15, 0.0)):          # the K heads, head i in front
+        ax.add_patch(FancyBboxPatch((3.55 + off, 0.3 + off), 7.15, 8.1,
+                                    boxstyle="round,pad=0.02,rounding_size=0.25",
+                                    fc=C["head"], ec="0.55", lw=0.8, zorder=1 + 0.1 * k))
+    note(7.1, 0.75, r"head $i$ of $K$: its own $W_q^{(i)}, W_k^{(i)}, W_v^{(i)}, W_\ell^{(i)}$")
+    note(0.75, 8.3, "token")
+    note(2.55, 8.3, "embedding")
+    for r, y in rows.items():
+        box(0.75, y, 1.3, 0.8, r"$\mathtt{[CLS]}$" if r == "1" else f"$x_{r}$", C["tok"])
+        box(2.55, y, 1.1, 0.8, f"$e_{r}$", C["emb"])
+        arrow((1.4, y), (2.0, y))
+        box(4.85, y, 1.55, 0.8, f"$k_{r},\\ v_{r}$", C["emb"])
+        arrow((3.1, y), (4.07, y))
+        arrow((5.63, y), (6.0, y))
+    for x in (0.75, 2.55, 4.85):
+        note(x, 3.65, r"$\vdots$", fontsize=12)
+    note(2.2, 1.55, "$e_t = W_e[x_t] + p_t$\nword + position")
+    note(4.85, 1.55, "$k_t = W_k e_t$\n$v_t = W_v e_t$")
+    box(4.85, 7.65, 1.8, 0.7, r"$q_1 = W_q e_1$", C["att"])
+    arrow((2.95, 6.6), (3.95, 7.55), connectionstyle="arc3,rad=-0.2")
+    # attention: the [CLS] query against every key, a softmax over t
+    box(7.0, 4.4, 2.0, 4.6, "", C["att"])
+    note(7.0, 5.3, "$\\alpha_t =$\n" r"$\mathrm{softmax}_t$" "\n"
+         r"$\left(\frac{q_1^\top k_t}{\sqrt{d_{\mathrm{att}}}}\right)$")
+    note(7.0, 3.1, "only the\n[CLS] row", color="0.3")
+    arrow((5.75, 7.65), (6.55, 6.72), connectionstyle="arc3,rad=-0.25")
+    # the head's output, then the average over heads
+    box(9.3, 5.3, 2.1, 0.9, r"$\tilde v = \sum_t \alpha_t v_t$", C["out"])
+    box(9.3, 3.3, 2.1, 0.8, r"$W_\ell\, \tilde v$", C["out"])
+    arrow((8.0, 5.3), (8.25, 5.3))
+    arrow((9.3, 4.85), (9.3, 3.7))
+    box(12.65, 3.3, 3.3, 1.2, r"$f(x) = \frac{1}{K} \sum_{i=1}^{K} W_\ell^{(i)} \tilde v^{(i)}$", C["out"])
+    note(12.65, 4.5, "average over the\nheads: the logits")
+    arrow((10.35, 3.3), (11.0, 3.3))
+    return ax
+
+
+def rounded(frame, decimals: int = 3):
+    """``frame`` (a DataFrame or Series) rounded for display to ``decimals``, its numeric columns
+    without negative zeros: a weight of -0.0004 shows as 0.000, not -0.000 (adding 0 turns
+    -0.0 into 0.0). Other columns are left as they are."""
+    out = frame.round(decimals)
+    if not hasattr(out, "select_dtypes"):                  # a Series
+        return out + 0 if out.dtype.kind in "fi" else out
+    out = out.copy()
+    for column in out.select_dtypes("number").columns:     # names may be tuples (MultiIndex)
+        out[column] = out[column] + 0
+    return out
 
 
 def ci_forest(table, *, y: str = "method", hue: str | None = None, x: str = "mean",

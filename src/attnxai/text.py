@@ -171,7 +171,9 @@ class Vocab:
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":
-        return cls.from_json(Path(path).read_bytes())
+        from .files import read_small_file            # a FIFO or a folder there: refused
+
+        return cls.from_json(read_small_file(path))
 
     @classmethod
     def from_json(cls, data: bytes | str) -> "Vocab":

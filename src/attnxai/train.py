@@ -340,10 +340,13 @@ def load_state(folder: str | Path, config: TrainConfig) -> tuple[dict, dict] | N
     config, or files that do not match)."""
     from safetensors.torch import load as load_safetensors
 
+    from .budget import budget
+    from .files import read_small_file
+
     folder = Path(folder)
-    try:
-        meta = json.loads((folder / _STATE_JSON).read_text())
-        blob = (folder / _STATE_TENSORS).read_bytes()
+    try:        # never waits on a FIFO nor reads a device without end (then: no state, retrain)
+        meta = json.loads(read_small_file(folder / _STATE_JSON))
+        blob = read_small_file(folder / _STATE_TENSORS, budget()[0])
     except (OSError, ValueError):
         return None
     if meta.get("config") != json.loads(json.dumps(config.to_dict())) or \

@@ -1,11 +1,14 @@
 """A profile's trained model: :func:`pretrained` finds it in the cache (:mod:`attnxai.cache`),
-loads and verifies it (:mod:`attnxai.checkpoint`), and trains and saves it first when it is
-missing (:mod:`attnxai.train`).
+loads and verifies it (:mod:`attnxai.checkpoint`); when it is missing, downloads the book's
+published model of the same cache key (:mod:`attnxai.hub`: verified, unless offline or no
+published location is configured), and only then trains and saves it (:mod:`attnxai.train`),
+saying why at each step.
 
 **Concurrency.** The training and the save run under the checkpoint folder's lock
 (:func:`attnxai.files.writer_lock`), so two processes that need the same missing model train it
-once: the second waits, then loads. The training state is kept after every epoch beside the
-folder (``.partial-<name>``), so a killed training resumes where it stopped. The cache's
+once: the second waits (at most :data:`attnxai.files.WAIT_SECONDS`, saying for whom), then
+loads. The training state is kept after every epoch beside the folder (``.partial-<name>``), so
+a killed training resumes where it stopped. The cache's
 writability is checked before anything is downloaded or trained.
 """
 
@@ -21,15 +24,25 @@ from filelock import Timeout
 
 from .cache import FORMAT_VERSION, candidates, folder_name, rebuild_hint
 from .checkpoint import CheckpointError, load, save
-from .data import check_writable, load_imdb
+from .data import CacheError, check_writable, load_imdb
 from .devices import check_device
-from .files import writer_lock
+from .files import WAIT_SECONDS, writer_lock
+from .hub import HubError, fetch
 from .profiles import TrainConfig, get_config
 from .runconfig import profile as book_profile
 from .textmodel import Pretrained
 from .train import train
 
-__all__ = ["load_cached", "pretrained"]
+__all__ = ["ModelNotCached", "load_cached", "pretrained"]
+
+
+class ModelNotCached(FileNotFoundError):
+    """No cached model, none downloaded, and ``train_if_missing=False``; ``reason`` says why it
+    was not downloaded."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 def load_cached(folder: Path, config: TrainConfig, dtype: torch.dtype = torch.float32
@@ -46,19 +59,25 @@ def load_cached(folder: Path, config: TrainConfig, dtype: torch.dtype = torch.fl
 
 
 def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None = None,
-               train_if_missing: bool = True, progress: bool = True,
-               dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
-               ) -> Pretrained:
+               train_if_missing: bool = True, download: bool = True, progress: bool = True,
+               dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+               wait_seconds: float = WAIT_SECONDS) -> Pretrained:
     """The model trained with ``profile`` ("paper", "quick", another name of
     :data:`attnxai.profiles.PROFILES`, or a TrainConfig), from the cache, training it first if
     needed. ``profile=None`` reads ``ATTNXAI_PROFILE`` (default "paper"): this is how the test
     build of the book runs every chapter on the quick model.
 
-    Offline first: a cached model is found and loaded without reading the IMDb archive's reviews
-    and without the network (:func:`attnxai.cache.candidates`). Only training needs the data (then
-    downloaded if no archive is given). ``train_if_missing=False`` raises ``FileNotFoundError``
-    instead of training. ``device``: where a training runs
-    (:func:`attnxai.devices.check_device`, checked first); the model returned is on the CPU."""
+    The lookup, in this order: the cache (found and loaded without reading the IMDb archive's
+    reviews and without the network, :func:`attnxai.cache.candidates`); then, with ``download``,
+    the book's published model of the same cache key (:func:`attnxai.hub.fetch`: nothing when
+    ``ATTNXAI_OFFLINE=1`` or no published location is configured; verified against the index
+    and its manifest before it enters the cache); then training, which alone needs the data
+    (downloaded if no archive is given). ``train_if_missing=False`` raises
+    :class:`ModelNotCached` (a ``FileNotFoundError``) instead of training. With ``progress``,
+    each step says why it is taken. ``device``: where a training runs
+    (:func:`attnxai.devices.check_device`, checked first); the model returned is on the CPU.
+    ``wait_seconds``: how long to wait for another process that is training the same model
+    (then :class:`~attnxai.checkpoint.CheckpointError`, naming its lock)."""
     device = check_device(device)
     on = {} if device.type == "cpu" else {"device": device}     # train()'s default is the CPU
     config = get_config(profile or book_profile())
@@ -66,29 +85,50 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     for folder, _ in found:
         if folder.is_dir():
             return load_cached(folder, config, dtype)
+        if folder.exists() or folder.is_symlink():       # before training, not after it
+            raise CheckpointError(f"{folder} is in the place of the cached {config.profile!r} "
+                                  "model but is not a folder: move it away (nothing was trained)")
     models = found[0][0].parent
+    reason = "downloading was not asked for"
+    if download:
+        try:
+            check_writable(models)             # before downloading anything
+            return load_cached(fetch(config, [f for f, _ in found], progress=progress,
+                                     wait_seconds=wait_seconds), config, dtype)
+        except (HubError, CacheError) as exc:
+            reason = str(exc)
     if not train_if_missing:
         cached = sorted(p.name for p in models.iterdir() if p.is_dir()
                         and not p.name.startswith(".")) if models.is_dir() else []
-        raise FileNotFoundError(
+        raise ModelNotCached(
             f"no cached model for profile {config.profile!r} in {models} (looked for "
             + ", ".join(f"{f.name} ({name})" for f, name in found)
-            + f"; cached: {', '.join(cached) or 'none'}); run "
-            f"`python -m attnxai train --profile {config.profile}`")
-    check_writable(models)                     # before downloading or training anything
+            + f"; cached: {', '.join(cached) or 'none'}) and none downloaded ({reason}); run "
+            f"`python -m attnxai train --profile {config.profile}`", reason)
+    check_writable(models)                     # before training anything
     if progress:
-        print(f"attnxai: no cached {config.profile!r} model under {models}: training it first "
-              "(it is cached for the next time)", file=sys.stderr, flush=True)
+        print(f"attnxai: no cached {config.profile!r} model under {models}, and the book's was "
+              f"not downloaded ({reason}): training it first (it is cached for the next time)",
+              file=sys.stderr, flush=True)
     data = load_imdb(archive)
     folder = models / folder_name(config, data.checksum)
+    if folder.exists() and not folder.is_dir():
+        raise CheckpointError(f"{folder} is in the place of the cached {config.profile!r} model "
+                              "but is not a folder: move it away (nothing was trained)")
     lock = writer_lock(folder)
     try:
         lock.acquire(timeout=0)
     except Timeout:
         if progress:
-            print(f"another process is training {folder.name}; waiting for it (lock "
-                  f"{lock.lock_file})", file=sys.stderr, flush=True)
-        lock.acquire()
+            print(f"another process is training {folder.name}; waiting for it (at most "
+                  f"{wait_seconds:.0f} s; lock {lock.lock_file})", file=sys.stderr, flush=True)
+        try:
+            lock.acquire(timeout=wait_seconds)
+        except Timeout:
+            raise CheckpointError(
+                f"another process has been training {folder.name} for more than "
+                f"{wait_seconds:.0f} s (it holds {lock.lock_file}): let it finish and run this "
+                "again, or stop it (its training resumes at its last finished epoch)") from None
     try:
         if not folder.is_dir():                # else another process trained it while we waited
             # the state after every epoch: a killed training resumes there (same weights)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["bow", "choice", "integer", "kernel_width", "num_samples", "positive_int",
-           "random_state", "target", "text"]
+           "random_state", "real_scores", "seed", "target", "text"]
 
 _WORD = re.compile(r"\w")
 
@@ -92,6 +92,27 @@ def num_samples(value: Any) -> int:
     if n < 2:
         raise ValueError(f"num_samples must be >= 2 (sample 0 is the document itself), got {n}")
     return n
+
+
+def seed(value: Any, name: str = "seed") -> int:
+    """A seed of numpy's and torch's generators: an int in ``[0, 2**32)`` (numpy refuses negative
+    seeds, and a negative one would fail only once a training had started)."""
+    v = integer(value, name)
+    if not 0 <= v < 2**32:
+        raise ValueError(f"{name} must be an int in [0, 2**32), got {v}")
+    return v
+
+
+def real_scores(value: Any, name: str = "scores") -> np.ndarray:
+    """Scores as a float64 array: complex numbers (which numpy would silently cut to their real
+    part), strings, booleans and objects are refused."""
+    arr = np.asarray(value)
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real numbers, got complex values ({arr.dtype}): an "
+                        "attribution is one real score per token")
+    if arr.dtype == bool or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
 
 
 def bow(value: Any) -> bool:

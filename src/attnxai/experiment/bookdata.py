@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["book_data", "runs_header", "write_summary"]
+__all__ = ["book_data", "header_lines", "runs_header", "write_summary"]
 
 
 def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
@@ -26,6 +27,19 @@ def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
             return path
     raise FileNotFoundError(f"book/data/{name} not found from {here} or the source checkout "
                             "(the scripts in book/data make the summaries)")
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.~/:])/(?:[^/\s'\"]+/)+(?=[^/\s'\"]+)")
+
+
+def header_lines(path: str | os.PathLike) -> list[str]:
+    """The ``#`` header lines of a committed summary (command, code, settings, wall time),
+    without the ``# ``, for a reader: an absolute path in a recorded command (``--out
+    /home/me/results/run``) is shown by its last part (``…/run``), since the folders of the
+    machine that made the summary mean nothing to the reader's."""
+    lines = [line[2:].rstrip() for line in Path(path).read_text().splitlines()
+             if line.startswith("#")]
+    return [_ABSOLUTE.sub("…/", line) for line in lines]
 
 
 def write_summary(path: str | os.PathLike, header: list[str], frame: Any,

@@ -4,6 +4,11 @@ The cluster is started with Dask's own commands (``dask scheduler``, ``dask work
 --nthreads 1``; the book's page "Run it on a cluster"). :class:`DaskWorkers` connects a client
 to it and, before anything runs:
 
+* reads the scheduler's address (a scheduler file is read here, once: a missing file, a folder or
+  a FIFO in its place is refused at once instead of waited on), refuses an address that is not a
+  Dask one (``http://`` is a dashboard's), connects within ``connect_seconds`` and, on any
+  failure, closes the half-made client at once (Dask's own clean-up would wait twice the connect
+  timeout and print a traceback);
 * waits (a minute at most) for a first worker and checks that every worker runs the same code:
   the same attnxai source (a sha256 of the package's files), the same torch, numpy, scipy and
   numba, so that the numbers are the ones a local run gives;
@@ -18,11 +23,18 @@ writes the results folder. A worker that dies costs only its running chunks: the
 them again on another worker (a chunk that kills workers again and again ends the run with the
 scheduler's ``KilledWorker``). On the way out (the end, an error, Ctrl-C, SIGTERM through the
 command line) the client cancels what is left and closes; the cluster keeps running.
+
+**Trust.** A Dask client and its workers exchange pickles (the tasks, their results, the model's
+plugin), and unpickling runs code: connect only to a scheduler and workers you control, on a
+network you trust (the book's page "Run it on a cluster" says how to secure one with TLS).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -32,6 +44,7 @@ from typing import Any
 
 from distributed import Client, WorkerPlugin, as_completed
 
+from ..errors import ClusterError
 from . import transport
 from .transport import ModelBundle
 from .workers import Workers, call
@@ -42,6 +55,61 @@ __all__ = ["DaskWorkers", "ModelPlugin", "code_fingerprint", "versions"]
 PACKAGES = ("torch", "numpy", "scipy", "numba")
 CONNECT_SECONDS = 30
 WORKER_WAIT_SECONDS = 60
+#: How long a client that failed to start may take to close.
+CLOSE_SECONDS = 2
+#: How long a call to every worker (the code check, whether a model is installed) may take.
+CALL_SECONDS = 120
+#: Dask's address schemes (``distributed.comm``); an address without one is ``tcp://``.
+SCHEMES = ("tcp", "tls", "inproc", "ucx", "ws", "wss")
+
+
+def scheduler_address(scheduler: str) -> str:
+    """The scheduler's address from ``--scheduler``: an address (``tcp://HOST:8786``, ``HOST:8786``)
+    or a scheduler file (JSON with an ``address``, written by ``dask scheduler --scheduler-file``),
+    read once here. :class:`~attnxai.errors.ClusterError` for what cannot be one, at once."""
+    from ..files import read_small_file
+
+    text = scheduler.strip()
+    m = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", text)
+    if m is None and (text.endswith(".json") or "/" in text or Path(text).exists()):
+        try:
+            info = json.loads(read_small_file(Path(text).expanduser(), 1 << 20))
+            address = info["address"]
+        except FileNotFoundError:
+            raise ClusterError(f"no scheduler file at {text}: start the scheduler with `dask "
+                               f"scheduler --scheduler-file {text}` first, or give its address "
+                               "(--scheduler tcp://HOST:8786)") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ClusterError(f"{text} is not a Dask scheduler file ({exc}): give the file "
+                               "`dask scheduler --scheduler-file` wrote, or the scheduler's "
+                               "address") from None
+        if not isinstance(address, str):
+            raise ClusterError(f"{text} holds no scheduler address")
+        return scheduler_address(address)
+    if m is not None and m.group(1).lower() not in SCHEMES:
+        hint = (" (an http address is a web page's, e.g. the dashboard on port 8787: the "
+                "scheduler listens on tcp://HOST:8786)" if m.group(1).lower().startswith("http")
+                else "")
+        raise ClusterError(f"{text} is not a Dask scheduler address: its scheme must be one of "
+                           f"{', '.join(SCHEMES)}{hint}")
+    if not re.fullmatch(r"(?:[A-Za-z]+://)?\[?[\w.:-]+\]?(?::\d+)?/?", text):
+        raise ClusterError(f"{text!r} is not a Dask scheduler address (e.g. tcp://HOST:8786) nor "
+                           "a scheduler file")
+    return text
+
+
+class _Client(Client):
+    """Dask's client, closed at once when it fails to start: Dask's ``__del__`` would close it
+    later, waiting twice the connect timeout and printing a traceback."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        try:
+            super().__init__(*args, **kwargs)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.close(timeout=CLOSE_SECONDS)
+            self.status = "closed"
+            raise
 
 
 @lru_cache(maxsize=1)
@@ -108,20 +176,20 @@ class DaskWorkers(Workers):
     def __init__(self, scheduler: str, *, connect_seconds: float = CONNECT_SECONDS,
                  wait_seconds: float = WORKER_WAIT_SECONDS):
         super().__init__()
-        self.address = scheduler
-        kwargs: dict[str, Any] = ({"scheduler_file": scheduler} if scheduler.endswith(".json")
-                                  else {"address": scheduler})
+        self.address = scheduler_address(scheduler)
         try:
-            self.client = Client(**kwargs, timeout=f"{connect_seconds}s", set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise RuntimeError(f"cannot reach the Dask scheduler at {scheduler} ({exc}): start "
-                               "one with `dask scheduler` and pass its address, e.g. "
+            self.client = _Client(self.address, timeout=f"{connect_seconds}s",
+                                  set_as_default=False)
+        except Exception as exc:  # noqa: BLE001 - whatever answered, it is not a usable scheduler
+            raise ClusterError(f"cannot reach the Dask scheduler at {self.address} within "
+                               f"{connect_seconds:g} s ({type(exc).__name__}: {str(exc)[:200]}): "
+                               "start one with `dask scheduler` and pass its address, e.g. "
                                "--scheduler tcp://HOST:8786") from None
         try:
             try:
                 self.client.wait_for_workers(1, timeout=wait_seconds)
             except TimeoutError:
-                raise RuntimeError(f"no Dask worker joined the scheduler at {scheduler} within "
+                raise ClusterError(f"no Dask worker joined the scheduler at {scheduler} within "
                                    f"{wait_seconds:.0f} s: start some with `dask worker "
                                    f"{scheduler} --nthreads 1`") from None
             self._check_workers()
@@ -133,11 +201,22 @@ class DaskWorkers(Workers):
     def describe(self) -> str:
         return f"Dask cluster {self.client.scheduler.address}"
 
+    def _timed(self, what: str, seconds: float, method: Callable, *args: Any) -> Any:
+        """``method(*args)`` of the client, given at most ``seconds`` (a cluster that stops
+        answering is reported, not waited on forever)."""
+        try:
+            return method(*args, callback_timeout=seconds)
+        except TimeoutError:
+            raise ClusterError(f"the Dask cluster at {self.address} did not answer within "
+                               f"{seconds:g} s ({what}): check that its scheduler and workers "
+                               "are alive (its dashboard shows them)") from None
+
     def _check_workers(self) -> None:
         try:
-            found = self.client.run(versions)
+            found = self._timed("checking the workers' code", CALL_SECONDS, self.client.run,
+                                versions)
         except (ImportError, AttributeError) as exc:
-            raise RuntimeError(f"the Dask workers cannot run attnxai ({type(exc).__name__}: "
+            raise ClusterError(f"the Dask workers cannot run attnxai ({type(exc).__name__}: "
                                f"{exc}): install the same attnxai on every worker machine (pip "
                                "install 'attnxai[dask]' from the same commit)") from None
         mine = versions()
@@ -148,7 +227,7 @@ class DaskWorkers(Workers):
             shown = "; ".join(f"{w}: " + ", ".join(f"{k} {v[0]} (here {v[1]})"
                                                    for k, v in d.items())
                               for w, d in list(bad.items())[:3])
-            raise RuntimeError(f"{len(bad)} Dask worker(s) run other code than this client "
+            raise ClusterError(f"{len(bad)} Dask worker(s) run other code than this client "
                                f"({shown}): their numbers would not be this run's. Install the "
                                "same attnxai commit and packages there")
 
@@ -158,8 +237,10 @@ class DaskWorkers(Workers):
             if key in self._shipped:
                 continue
             name = f"attnxai-model-{bundle.ref.digest[:16]}-{bundle.ref.dtype}-{self.device}"
-            have = self.client.run(_has_model, bundle.ref.key, self.device)
-            known = self.client.run_on_scheduler(_scheduler_has_plugin, name)
+            have = self._timed("asking the workers for the model", CALL_SECONDS,
+                               self.client.run, _has_model, bundle.ref.key, self.device)
+            known = self._timed("asking the scheduler for the model", CALL_SECONDS,
+                                self.client.run_on_scheduler, _scheduler_has_plugin, name)
             if not (known and have and all(have.values())):
                 try:
                     self.client.register_plugin(ModelPlugin(bundle, self.device), name=name)

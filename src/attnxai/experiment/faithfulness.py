@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -106,7 +107,13 @@ def review_explanation(pre: Any, text: str, *, test_index: int,
         settings["LIME limit"] = {"kernel_width": kernel_width}
     if "random" in methods:
         settings["random"] = {"seed": int(test_index)}
-    return explain(pre, text, list(methods), target=target, settings=settings)
+    from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
+
+    with warnings.catch_warnings():
+        # the study runs the limit's defaults knowingly (its settings record "default settings";
+        # chapter 7 states what they are): no warning per review from every worker
+        warnings.simplefilter("ignore", LimitApproximationWarning)
+        return explain(pre, text, list(methods), target=target, settings=settings)
 
 
 def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
@@ -231,6 +238,10 @@ class FaithfulnessStudy(Study):
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
         self.pre = study_model(profile, archive)
+        if "LIME" in self.methods:                  # the longest review, before anything runs
+            from ..fastlime import check_memory
+
+            check_memory(self.num_samples, self.pre.model.max_len - 1)
         self.target = _target(target, self.pre.model.n_classes)
         self.data = study_test_set(archive, self.reviews)
 

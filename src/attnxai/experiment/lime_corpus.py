@@ -35,8 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import validate
-from ..files import atomic_write
-from ..fastlime import check_mask_string, explain_repeats
+from ..fastlime import check_mask_string, check_memory, explain_repeats
 from ..theory.approximations import APPROXIMATIONS, Approximation
 from ..threads import single_threaded
 from . import store
@@ -313,6 +312,8 @@ class LimeCorpus(Study):
                                  mask_string=mask_string)
         if False in self.bows:
             check_mask_string(self.pre, mask_string)
+        # the longest review's LIME within the memory budget, before anything runs
+        check_memory(num_samples, self.pre.model.max_len - 1)
         self.data = study_test_set(archive, self.reviews)
 
     def settings(self) -> dict[str, Any]:
@@ -338,19 +339,18 @@ class LimeCorpus(Study):
         """Add the columns of approximations missing from finished parts (rows keep their LIME
         numbers; only the approximations run)."""
         import pandas as pd
-        import pyarrow.parquet as pq
         from tqdm.auto import tqdm
 
         names = list(self.approximations)
         missing_by_part: dict[Path, list[str]] = {}
         for part in store.parts(out):
-            cols = set(pq.read_schema(part).names)
+            cols = set(store.read_part(part).column_names)
             missing = [n for n in names if f"{n}__err2" not in cols]
             if missing:
                 missing_by_part[part] = missing
         if not missing_by_part:
             return 0
-        frames = {part: pd.read_parquet(part) for part in missing_by_part}
+        frames = {part: store.read_frame(part) for part in missing_by_part}
         chunks = []
         for part, missing in missing_by_part.items():
             df = frames[part]
@@ -367,7 +367,7 @@ class LimeCorpus(Study):
         for cols in parallel(task, chunks, jobs, client):
             part = where[(cols[0]["test_index"], cols[0]["bow"])]
             merged = frames[part].merge(pd.DataFrame(cols), on=["test_index", "bow"], how="left")
-            atomic_write(part, lambda tmp: merged.to_parquet(tmp, index=False))
+            store.rewrite_part(part, merged)
             bar.update(len(cols))
         bar.close()
         return total

@@ -179,6 +179,10 @@ class LayerLime(Study):
         self.precision = validate.choice(precision, "precision", PRECISIONS)
         self.chunk = validate.positive_int(chunk, "chunk")
         self.pre = study_model(profile, archive)
+        from ..fastlime import check_memory     # lime's generic path on the longest review
+
+        check_memory(self.num_samples, self.pre.model.max_len - 1,
+                     chars=8 * (self.pre.model.max_len - 1), path="generic")
         self.data = study_test_set(archive, self.reviews)
 
     def settings(self) -> dict[str, Any]:
@@ -312,7 +316,7 @@ def skip_runs(seeds: Sequence[int], *, base: Any = "paper") -> list[dict[str, An
     profile's own model."""
     from ..profiles import get_config
 
-    seeds = [validate.integer(s, "seed") for s in seeds]
+    seeds = [validate.seed(s, "a training seed") for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
     plain = get_config(base)

@@ -2,7 +2,9 @@
 
 A :class:`Study` says what to compute (its settings, the work items, how a worker computes a chunk
 of them, the model its workers need); :func:`run` does the rest, the same way for every study:
-validate, compare the settings with the results folder's, plan only the items not done yet, ship
+validate, hold the results folder (its lock: one writer at a time; the settings compared with
+the folder's and recorded before the first row, :func:`~attnxai.experiment.store.hold`), plan only
+the items not done yet (every part already there verified against its checksum), ship
 the study's model to the workers (:mod:`~attnxai.experiment.transport`), run chunks in this
 process, in local worker processes (``jobs``) or on a Dask cluster (``scheduler``;
 :mod:`~attnxai.experiment.workers`, :mod:`~attnxai.experiment.cluster`), write each finished
@@ -222,45 +224,46 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     out = store.prepare(out)
     settings = study.settings()
     store.check_meta(out, settings)                  # refuses before anything is written
-    done = store.done_keys(out, study.key_columns) if out.is_dir() else set()
-    chunks = study.plan(done)
-    skipped = len(done)
-    bundle = _bundle(study)                          # read and verified before anything runs
-    started, load_before, source = dt.datetime.now(dt.timezone.utc), loadavg(), source_state()
-    t0 = time.perf_counter()
-    workers = open_workers(jobs, scheduler)
-    ok = False
-    try:
-        if bundle is not None:
-            workers.install(bundle, device)
-            if chunks:
-                workers.prepare()                    # ship it now: errors before any writing
-        store.write_meta(out, settings)
-        n_rows = sum(len(c) for c in chunks)
-        bar = tqdm(total=n_rows, desc=study.name, unit="row", disable=not progress,
-                   smoothing=0.05)
-        for i, rows in enumerate(workers.map_unordered(study.task(), chunks)):
-            order = min((r.get("rank", i) for r in rows), default=i)
-            store.write_part(out, rows, order)
-            bar.update(len(rows))
-        bar.close()
-        finished = study.finish(out, jobs, workers, progress)
-        seconds = time.perf_counter() - t0
-        report = RunReport(out=out, computed=n_rows, skipped=skipped, seconds=seconds,
-                           finished=finished, workers=workers.describe(), device=device)
-        ok = True
-    finally:
-        workers.close(abort=not ok)
-    store.log_run(out, {"study": study.name,
-                        "command": None if command is None else [str(a) for a in command],
-                        **source, "started": started.isoformat(timespec="seconds"),
-                        "workers": report.workers, "jobs": jobs,
-                        "scheduler": scheduler, "device": device, "computed": report.computed,
-                        "skipped": skipped, "rows_finished": finished,
-                        "seconds": round(seconds, 3),
-                        "loadavg_before": load_before, "loadavg_after": loadavg(),
-                        "model": None if bundle is None else
-                        {"name": bundle.ref.name, "manifest_sha256": bundle.ref.digest}})
+    with store.hold(out, settings, command) as held:     # one writer at a time
+        done = store.done_keys(out, study.key_columns) if out.is_dir() else set()
+        chunks = study.plan(done)
+        skipped = len(done)
+        bundle = _bundle(study)                      # read and verified before anything runs
+        started, load_before, source = dt.datetime.now(dt.timezone.utc), loadavg(), source_state()
+        t0 = time.perf_counter()
+        workers = open_workers(jobs, scheduler)
+        ok = False
+        try:
+            if bundle is not None:
+                workers.install(bundle, device)
+                if chunks:
+                    workers.prepare()                # ship it now: errors before any writing
+            held.record()                            # the settings, before the first row
+            n_rows = sum(len(c) for c in chunks)
+            bar = tqdm(total=n_rows, desc=study.name, unit="row", disable=not progress,
+                       smoothing=0.05)
+            for i, rows in enumerate(workers.map_unordered(study.task(), chunks)):
+                order = min((r.get("rank", i) for r in rows), default=i)
+                store.write_part(out, rows, order)
+                bar.update(len(rows))
+            bar.close()
+            finished = study.finish(out, jobs, workers, progress)
+            seconds = time.perf_counter() - t0
+            report = RunReport(out=out, computed=n_rows, skipped=skipped, seconds=seconds,
+                               finished=finished, workers=workers.describe(), device=device)
+            ok = True
+        finally:
+            workers.close(abort=not ok)
+        store.log_run(out, {"study": study.name,
+                            "command": None if command is None else [str(a) for a in command],
+                            **source, "started": started.isoformat(timespec="seconds"),
+                            "workers": report.workers, "jobs": jobs,
+                            "scheduler": scheduler, "device": device, "computed": report.computed,
+                            "skipped": skipped, "rows_finished": finished,
+                            "seconds": round(seconds, 3),
+                            "loadavg_before": load_before, "loadavg_after": loadavg(),
+                            "model": None if bundle is None else
+                            {"name": bundle.ref.name, "manifest_sha256": bundle.ref.digest}})
     return report
 
 

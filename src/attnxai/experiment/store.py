@@ -1,30 +1,69 @@
-"""An experiment's results folder: parquet parts written atomically, ``_meta.json``, the
-settings that produced them (checked before anything is written when a run resumes), and
+"""An experiment's results folder: parquet parts written atomically, each carrying the sha256 of
+its rows (checked whenever it is read), ``_meta.json``, the settings that produced them, and
 ``_runs.jsonl``, the run log: one line per finished run (its command and code, when, where:
 workers, device, attnxai version, what it computed, how long it took and the load average
 around it; :func:`attnxai.experiment.run` writes it, :func:`attnxai.experiment.runs_header`
-reads it)."""
+reads it).
+
+**One writer at a time.** A run holds the folder (:func:`hold`): its writers' lock
+(``<folder>.lock`` beside it, :func:`attnxai.files.writer_lock`, released by the kernel if the
+run is killed), under which the settings are compared with ``_meta.json`` and recorded there
+before the first row, and the ``.tmp-*`` files of killed writers are removed. A second run of the
+same folder is refused at once, whatever its settings, with who holds it (``_writer.json``): one
+with other settings would mix two experiments in one folder; one with the same settings would
+compute the rows the first is computing (each run plans its work when it starts), so it is
+refused rather than made to wait for a run that may take hours: rerun it when the first has
+finished, and it resumes with what is left.
+
+**Every part is verified.** :func:`write_part` stores the sha256 of the part's rows (its logical
+content: every value, by its bytes, whatever the file's layout) in the parquet file's metadata
+(``attnxai.rows_sha256``); :func:`read_part` (through which :func:`done_keys`,
+:func:`load_results` and the studies read) recomputes it. A part that cannot be read, or whose
+rows do not match, raises :class:`DamagedResults` naming it and the command that recomputes its
+rows (delete the part, rerun the folder's command: the other parts are kept). A part without the
+checksum (written by an attnxai before 0.2.1) is refused the same way unless adopted with
+``python -m attnxai adopt FOLDER`` (:func:`adopt`), which trusts the parts as they are.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import hashlib
 import json
 import math
 import os
+import shlex
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..files import atomic_write
+from ..errors import UserError
+from ..files import TMP_PREFIX, atomic_write, probe_writable, writer_lock
 
-__all__ = ["TIMING_COLUMNS", "check_meta", "content_digest", "done_keys", "load_results",
-           "log_run", "parts", "prepare", "runs", "write_meta", "write_part"]
+__all__ = ["CHECKSUM_KEY", "DamagedResults", "ResultsBusy", "TIMING_COLUMNS", "adopt",
+           "check_meta", "content_digest", "done_keys", "hold", "load_results", "log_run",
+           "parts", "prepare", "read_frame", "read_part", "rewrite_part", "rows_digest", "runs", "write_meta",
+           "write_part"]
 
 META = "_meta.json"
 RUNS = "_runs.jsonl"
+#: Who holds a results folder (its lock is ``<folder>.lock`` beside it).
+WRITER = "_writer.json"
+#: Where a part keeps the sha256 of its rows (parquet key-value metadata).
+CHECKSUM_KEY = b"attnxai.rows_sha256"
 #: Columns that measure time, not results: left out when two runs are compared.
 TIMING_COLUMNS = ("seconds", "cpu_seconds")
+
+
+class DamagedResults(UserError, ValueError):
+    """A part of a results folder cannot be read or does not match its checksum (the message
+    names it and the command that recomputes its rows)."""
+
+
+class ResultsBusy(UserError, RuntimeError):
+    """Another run is writing the results folder (the message says who, and what to do)."""
 
 
 def parts(out: Path) -> list[Path]:
@@ -32,24 +71,159 @@ def parts(out: Path) -> list[Path]:
     return sorted(Path(out).glob("part-*.parquet"))
 
 
-def done_keys(out: Path, columns: Sequence[str]) -> set[tuple]:
-    """The keys (tuples of ``columns``) of every row already in the folder."""
+# ---------------------------------------------------------------------- checksums of the rows
+def _kind(t) -> str:
+    """A column type as the checksum sees it: the logical kind, not the file's encoding."""
+    import pyarrow as pa
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return "list"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    return str(t)
+
+
+def _feed(h, arr) -> None:
+    """Feed one column's logical content to the hash ``h``: its kind and length, which rows are
+    null, then its values by their bytes (lists: their lengths, then their flattened values)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    t = arr.type
+    h.update(f"{_kind(t)}:{len(arr)}:".encode())
+    h.update(np.asarray(arr.is_null()).tobytes() if arr.null_count else b"-")
+    kind = _kind(t)
+    if kind == "list":
+        lengths = pc.list_value_length(arr).fill_null(0)
+        h.update(np.asarray(lengths, dtype="<i8").tobytes())
+        _feed(h, pc.list_flatten(arr))
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            h.update(t.field(i).name.encode() + b"\0")
+            _feed(h, arr.field(i))
+    elif kind in ("string", "binary"):
+        values = arr.cast(pa.large_binary()).to_pylist()
+        h.update(np.asarray([len(v or b"") for v in values], dtype="<i8").tobytes())
+        h.update(b"".join(v or b"" for v in values))
+    elif pa.types.is_boolean(t):
+        h.update(np.asarray(arr.fill_null(False), dtype=bool).tobytes())
+    elif pa.types.is_integer(t) or pa.types.is_floating(t):
+        values = arr.fill_null(0).to_numpy(zero_copy_only=False)
+        h.update(values.astype(values.dtype.newbyteorder("<"), copy=False).tobytes())
+    elif pa.types.is_temporal(t):
+        h.update(np.asarray(arr.cast(pa.int64()).fill_null(0), dtype="<i8").tobytes())
+    elif not pa.types.is_null(t):
+        raise TypeError(f"results columns of type {t} cannot be checksummed: store numbers, "
+                        "booleans, strings or lists of them")
+
+
+def rows_digest(table) -> str:
+    """sha256 of a ``pyarrow.Table``'s rows: its column names, kinds and values, independent of
+    how the file lays them out (row groups, encodings) and of the pyarrow version, and the
+    schema's metadata (pandas' description of the frame, which the conversion back reads) but
+    not the checksum itself."""
+    h = hashlib.sha256(b"attnxai rows v1\0")
+    for key, value in sorted((table.schema.metadata or {}).items()):
+        if key != CHECKSUM_KEY:
+            h.update(len(key).to_bytes(8, "little") + key + len(value).to_bytes(8, "little")
+                     + value)
+    for name in table.column_names:
+        h.update(name.encode() + b"\0")
+        _feed(h, table.column(name))
+    return h.hexdigest()
+
+
+def _write_frame(path: Path, frame) -> Path:
+    """Write ``frame`` to ``path`` as parquet with its rows' sha256, atomically."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    done: set[tuple] = set()
-    for part in parts(out):
-        t = pq.read_table(part, columns=list(columns))
-        done.update(zip(*(t.column(c).to_pylist() for c in columns)))
-    return done
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = {**(table.schema.metadata or {}), CHECKSUM_KEY: rows_digest(table).encode()}
+    table = table.replace_schema_metadata(meta)
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def write_part(out: Path, rows: list[dict[str, Any]], order: int) -> Path:
-    """Write ``rows`` as one part, atomically (a temporary file renamed into place)."""
+    """Write ``rows`` as one part, with their checksum, atomically (a temporary file renamed into
+    place)."""
     import pandas as pd
 
     final = Path(out) / f"part-{order:05d}-{uuid.uuid4().hex[:8]}.parquet"
-    frame = pd.DataFrame(rows)
-    return atomic_write(final, lambda tmp: frame.to_parquet(tmp, index=False))
+    return _write_frame(final, pd.DataFrame(rows))
+
+
+def rewrite_part(part: Path, frame) -> Path:
+    """Replace a part's rows by ``frame`` (e.g. with new columns), with their new checksum."""
+    return _write_frame(Path(part), frame)
+
+
+def _redo_hint(part: Path) -> str:
+    """How to recompute a part's rows: delete it and rerun the folder's last command."""
+    out = part.parent
+    try:
+        logged = [r.get("command") for r in runs(out) if r.get("command")]
+    except (OSError, ValueError):
+        logged = []
+    rerun = (f"rerun `{shlex.join(logged[-1])}`" if logged else
+             f"rerun the command that wrote {out} (its settings are in {META})")
+    return (f"delete it (rm {shlex.quote(str(part))}) and {rerun}: it computes that part's rows "
+            "again and keeps the others")
+
+
+def read_part(part: str | os.PathLike, columns: Sequence[str] | None = None):
+    """One part as a ``pyarrow.Table`` (``columns``: only those), after checking its rows against
+    the checksum it carries; :class:`DamagedResults` (naming the part and how to redo it) for a
+    part that cannot be read, has no checksum or does not match it."""
+    import pyarrow.parquet as pq
+
+    from ..files import open_regular
+
+    part = Path(part)
+    try:
+        with os.fdopen(open_regular(part), "rb") as fh:
+            table = pq.read_table(fh)
+    except Exception as exc:  # noqa: BLE001 - any failure to parse is damage, named
+        raise DamagedResults(f"results part {part} cannot be read ({type(exc).__name__}: "
+                             f"{str(exc)[:200]}): it is truncated or damaged; "
+                             f"{_redo_hint(part)}") from None
+    recorded = (table.schema.metadata or {}).get(CHECKSUM_KEY)
+    if recorded is None:
+        raise DamagedResults(f"results part {part} carries no checksum of its rows (written by an "
+                             "older attnxai, or by hand), so it cannot be verified. If you trust "
+                             "it, adopt the folder: `python -m attnxai adopt "
+                             f"{shlex.quote(str(part.parent))}`; else {_redo_hint(part)}")
+    if rows_digest(table) != recorded.decode(errors="replace"):
+        raise DamagedResults(f"results part {part} does not match the checksum of its rows: its "
+                             f"content changed after it was written; {_redo_hint(part)}")
+    return table if columns is None else table.select(list(columns))
+
+
+def _frame(table):
+    """A verified part's table as a DataFrame, as ``pandas.read_parquet`` gives it."""
+    return table.to_pandas()
+
+
+def read_frame(part: str | os.PathLike):
+    """One part as a DataFrame, verified (:func:`read_part`)."""
+    return _frame(read_part(part))
+
+
+def done_keys(out: Path, columns: Sequence[str]) -> set[tuple]:
+    """The keys (tuples of ``columns``) of every row already in the folder (every part
+    verified)."""
+    done: set[tuple] = set()
+    for part in parts(out):
+        t = read_part(part, columns)
+        done.update(zip(*(t.column(c).to_pylist() for c in columns)))
+    return done
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -59,32 +233,152 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def prepare(out: str | os.PathLike) -> Path:
-    """The results folder (checked: not a file); not created yet."""
-    out = Path(out)
+    """The results folder, checked before anything is computed: not a file, and creatable and
+    writable (its nearest existing parent, if it does not exist yet); not created yet."""
+    out = Path(out).expanduser()
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a folder: --out names a folder of parquet parts")
+    try:
+        probe_writable(out / META)
+    except OSError as exc:
+        raise UserError(f"the results folder {out} cannot be written ({exc.strerror or exc}): "
+                        "choose another --out (nothing was computed)") from None
     return out
 
 
-def check_meta(out: Path, settings: dict[str, Any]) -> bool:
-    """Compare ``settings`` with the folder's ``_meta.json`` (raises if they differ); True if the
-    folder already has one. Writes nothing."""
+def _read_meta(out: Path) -> dict[str, Any] | None:
+    from ..files import read_small_file
+
     meta = out / META
-    if not meta.is_file():
+    if not meta.exists():
+        return None
+    try:
+        old = json.loads(read_small_file(meta))
+    except (OSError, ValueError) as exc:
+        raise DamagedResults(f"{meta} cannot be read ({exc}): the folder's settings are unknown, "
+                             "so its rows cannot be resumed. Use another --out, or restore "
+                             f"{META}") from None
+    if not isinstance(old, dict):
+        raise DamagedResults(f"{meta} does not hold a settings object: use another --out")
+    return old
+
+
+def check_meta(out: Path, settings: dict[str, Any]) -> bool:
+    """Compare ``settings`` with the folder's ``_meta.json`` (raises if they differ and the folder
+    holds rows); True if the folder already has settings that agree. Writes nothing."""
+    old = _read_meta(out)
+    if old is None:
         return False
-    old = json.loads(meta.read_text())
     diff = [f"{k}: {old.get(k)!r} there, {v!r} now" for k, v in settings.items()
             if not _same(old.get(k), v)]
-    if diff:
+    if diff and parts(out):
         raise ValueError(f"{out} holds results computed with other settings ({'; '.join(diff)}): "
                          "use another --out or the same settings")
-    return True
+    return not diff
 
 
 def write_meta(out: Path, settings: dict[str, Any]) -> None:
     """Create the folder and write ``_meta.json`` atomically (after every check has passed)."""
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / META, json.dumps(settings, indent=2))
+
+
+def _holder(out: Path) -> str:
+    """Who holds the folder, from its ``_writer.json`` (as far as it can be read)."""
+    from ..files import read_small_file
+
+    try:
+        w = json.loads(read_small_file(out / WRITER))
+        cmd = f": `{shlex.join(w['command'])}`" if w.get("command") else ""
+        return f"process {w['pid']} on {w['host']}, since {w['started']}{cmd}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process (it has not said which yet)"
+
+
+class Held:
+    """A results folder held by this process for one run (:func:`hold`)."""
+
+    def __init__(self, out: Path, settings: dict[str, Any], command: Sequence[str] | None):
+        self.out, self.settings = out, settings
+        self.command = None if command is None else [str(a) for a in command]
+
+    def record(self) -> None:
+        """Create the folder, record the settings (``_meta.json``) and who writes it
+        (``_writer.json``): call before the first row."""
+        from ..provenance import host
+
+        write_meta(self.out, self.settings)
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        atomic_write(self.out / WRITER, json.dumps({"pid": os.getpid(), "host": host(),
+                                                    "started": now, "command": self.command}))
+
+
+@contextlib.contextmanager
+def hold(out: Path, settings: dict[str, Any],
+         command: Sequence[str] | None = None) -> Iterator[Held]:
+    """Hold the results folder ``out`` for one run (module docstring): take its writers' lock
+    (``<out>.lock`` beside it, so that nothing is created in ``out`` by a run refused before its
+    first row) without waiting (:class:`ResultsBusy` if another run holds it), compare the
+    settings with the folder's and remove killed writers' temporary files; :meth:`Held.record`
+    then records the settings before the first row. Released on the way out."""
+    from filelock import Timeout
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = writer_lock(out)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        old = _read_meta(out) if out.is_dir() else None
+        if old is None:
+            why = ("(its settings are not recorded yet): wait until it has finished, then rerun "
+                   "this command")
+        elif all(_same(old.get(k), v) for k, v in settings.items()):
+            why = ("with the same settings: both would compute the same rows; wait until it has "
+                   "finished, then rerun this command, which resumes with what is left")
+        else:
+            why = "with other settings: the two would mix in one folder; use another --out"
+        raise ResultsBusy(f"{out} is being written by {_holder(out)}, {why}") from None
+    try:
+        check_meta(out, settings)
+        for stale in out.glob(f"{TMP_PREFIX}*") if out.is_dir() else ():
+            if stale.is_file() or stale.is_symlink():     # killed writers' (we hold the lock)
+                stale.unlink(missing_ok=True)
+        yield Held(out, settings, command)
+    finally:
+        with contextlib.suppress(OSError):
+            (out / WRITER).unlink()
+        lock.release()
+
+
+def adopt(out: str | os.PathLike) -> list[Path]:
+    """Give every part of a results folder that has no checksum one, recording its rows as they
+    are now (what ``python -m attnxai adopt FOLDER`` runs): it trusts that nobody changed them
+    since they were written. Parts that already carry one are verified, not rewritten; a part
+    that cannot be read is refused. Returns the parts adopted."""
+    import pyarrow.parquet as pq
+
+    out = Path(out)
+    if not (out / META).is_file():
+        raise ValueError(f"{out} is not a results folder (no {META})")
+    adopted = []
+    with hold(out, _read_meta(out) or {}):
+        for part in parts(out):
+            try:
+                read_part(part)
+                continue
+            except DamagedResults:
+                try:
+                    table = pq.read_table(part)
+                except Exception as exc:  # noqa: BLE001
+                    raise DamagedResults(f"results part {part} cannot be read ({exc}): it cannot "
+                                         f"be adopted; {_redo_hint(part)}") from None
+                if CHECKSUM_KEY in (table.schema.metadata or {}):
+                    raise                     # a checksum that does not match: damage
+            meta = {**(table.schema.metadata or {}), CHECKSUM_KEY: rows_digest(table).encode()}
+            table = table.replace_schema_metadata(meta)
+            atomic_write(part, lambda tmp, t=table: pq.write_table(t, tmp))
+            adopted.append(part)
+    return adopted
 
 
 def log_run(out: Path, record: dict[str, Any]) -> None:
@@ -110,18 +404,18 @@ def runs(out: str | os.PathLike) -> list[dict[str, Any]]:
 def load_results(path: str | os.PathLike, keys: Iterable[str] = ("test_index", "bow"),
                  sort: Sequence[str] = ("rank", "bow")) -> "pd.DataFrame":  # noqa: F821
     """All rows of a results folder (or one parquet file), without duplicate keys, sorted by
-    ``sort`` (booleans True first). Parts written with different columns are aligned (missing
-    columns are NaN)."""
+    ``sort`` (booleans True first), every part verified (:func:`read_part`). Parts written with
+    different columns are aligned (missing columns are NaN)."""
     import pandas as pd
 
     path = Path(path)
     if path.is_file():
-        df = pd.read_parquet(path)
+        df = read_frame(path)
     elif path.is_dir():
         found = parts(path)
         if not found:
             raise FileNotFoundError(f"no part-*.parquet in {path}: has the experiment run?")
-        df = pd.concat([pd.read_parquet(p) for p in found], ignore_index=True)
+        df = pd.concat([read_frame(p) for p in found], ignore_index=True)
     else:
         raise FileNotFoundError(f"no experiment results at {path}")
     keys = [k for k in keys if k in df.columns]

@@ -12,8 +12,9 @@ a clean interpreter, never a fork of a process holding torch's threads) and die 
 that started them: on Linux the kernel kills them when it dies, even by ``kill -9``
 (``PR_SET_PDEATHSIG``), and on every system a watchdog thread in each worker exits when its
 parent is gone. On an error or an interrupt they are killed, not waited for. A worker that dies
-stops the run with a ``RuntimeError``; the parts written so far are kept and rerunning the same
-command resumes.
+stops the run with a :class:`~attnxai.errors.WorkerLost` (a ``RuntimeError``); the parts
+written so far are kept and rerunning the same command resumes. (A chunk that computes for long is
+not a hang: its time has no bound known in advance, so nothing waits on it with a timeout.)
 
 **A Dask cluster** (:class:`attnxai.experiment.cluster.DaskWorkers`, ``scheduler=...``) is
 someone else's: the run connects a client, ships the model through a worker plugin, submits the
@@ -34,6 +35,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..errors import WorkerLost
 from ..threads import single_threaded
 from . import transport
 from .transport import ModelBundle
@@ -192,7 +194,7 @@ class LocalPool(Workers):
         except BrokenProcessPool:
             codes = self._exit_codes()
             self.close(abort=True)
-            raise RuntimeError(
+            raise WorkerLost(
                 "a local worker process died during the run"
                 + (f" (exit codes {codes}; negative: killed by that signal)" if codes else "")
                 + ": the parts finished so far are kept; rerun the same command to resume "

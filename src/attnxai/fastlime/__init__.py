@@ -52,14 +52,14 @@ import numpy as np
 from .. import validate
 from ..textmodel import Pretrained
 from .kernels import backend_status
-from .problem import (PATHS, Problem, check_mask_string, fast_path_reason, is_normalized,
-                      lime_features)
+from .problem import (PATHS, Problem, check_mask_string, check_memory, fast_path_reason,
+                      is_normalized, lime_features)
 from .result import LimeResult
 from .ridge import weighted_ridge
-from .sampling import BACKENDS, kernel_weights, sample_masks
+from .sampling import BACKENDS, NarrowKernelWarning, kernel_weights, sample_masks
 
-__all__ = ["BACKENDS", "LimeResult", "PATHS", "backend_status", "check_mask_string",
-           "explain_instance", "explain_repeats", "fast_path_reason", "is_normalized",
+__all__ = ["BACKENDS", "LimeResult", "NarrowKernelWarning", "PATHS", "backend_status",
+           "check_mask_string", "check_memory", "explain_instance", "explain_repeats", "fast_path_reason", "is_normalized",
            "kernel_weights", "lime_features", "sample_masks", "weighted_ridge"]
 
 Model = Pretrained | Callable[[list[str]], np.ndarray]

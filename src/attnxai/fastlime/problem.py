@@ -4,12 +4,14 @@ explained logit, on the fast path (float64 projections) or lime's generic path (
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .. import validate
+from .. import budget, validate
+from ..errors import stacklevel
 from ..textmodel import Pretrained
 from ..model import AttentionClassifier
 from ..network import Projections
@@ -18,10 +20,10 @@ from ..threads import one_blas_thread
 from .evaluate import MAX_SCORE_RANGE, DeleteEvaluator, ReplaceEvaluator
 from .result import LimeResult
 from .ridge import weighted_ridge
-from .sampling import BACKENDS, kernel_weights, sample_masks
+from .sampling import BACKENDS, NarrowKernelWarning, kernel_weights, narrow_kernel_note, sample_masks
 
-__all__ = ["PATHS", "Problem", "check_mask_string", "fast_path_reason", "is_normalized",
-           "lime_features"]
+__all__ = ["PATHS", "Problem", "check_mask_string", "check_memory", "fast_path_reason",
+           "is_normalized", "lime_features", "sample_bytes"]
 
 PATHS = ("auto", "fast", "generic")
 _NORMALIZED = re.compile(r"[0-9a-z]+(?: [0-9a-z]+)*")
@@ -79,6 +81,25 @@ def check_mask_string(pre: Pretrained, mask_string: str) -> None:
         raise ValueError(f"with bow=False, mask_string {mask_string!r} is the vocabulary word "
                          f"{toks[0]!r} (id {idx}), not UNK: masked words would be replaced by a "
                          "real word. Use 'UNK' (or any string the vocabulary does not know)")
+
+
+def sample_bytes(num_samples: int, d: int, chars: int = 0) -> int:
+    """Peak memory of one LIME run of ``num_samples`` on ``d`` features, estimated from measured
+    peaks (tracemalloc) with a margin: about ``32 + 1.3 d`` bytes per sample on the fast path
+    (masks, labels, weights, distances); on the generic path (``chars`` > 0: the text's length)
+    3 to 4 bytes per character of the text per sample more (the perturbed strings)."""
+    per = 48 + 2 * d + (200 + 4 * chars if chars else 0)
+    return int(num_samples) * per
+
+
+def check_memory(num_samples: int, d: int, chars: int = 0, *, path: str = "fast") -> None:
+    """Refuse (:class:`attnxai.errors.OverBudget`) a LIME run whose memory would exceed the budget
+    of :mod:`attnxai.budget`: what a corpus study checks for its longest review before it starts,
+    and every run before it allocates."""
+    budget.check(sample_bytes(num_samples, d, chars),
+                 f"LIME with num_samples={num_samples} on {d} features ({path} path)",
+                 "lower num_samples (lime's default is 5000; the coefficients' sampling error "
+                 "falls as 1/sqrt(num_samples)), or raise the budget")
 
 
 class Problem:
@@ -179,14 +200,24 @@ class Problem:
         self.target = validate.target(self.target, out.shape[1])
         return out[:, self.target].astype(np.float64), out[0].astype(np.float64)
 
+    def check_budget(self, num_samples: int) -> None:
+        """Refuse a run whose memory would exceed the budget (:func:`check_memory`), before
+        anything is allocated."""
+        chars = len(self.indexed.raw_string()) if self.path == "generic" else 0
+        check_memory(num_samples, len(self.words), chars, path=self.path)
+
     def run(self, num_samples: int, kernel_width: float, random_state: Any,
             keep_data: bool) -> LimeResult:
+        self.check_budget(num_samples)
         masks, backend = sample_masks(len(self.words), num_samples, random_state,
                                       backend=self.backend)
         # The Gram product and the solve are small: one BLAS thread, so that a busy second core
         # cannot make them wait (a 2-thread BLAS on a shared machine was 10x slower).
         with one_blas_thread():
             w = kernel_weights(masks, kernel_width)
+            note = narrow_kernel_note(w, masks, kernel_width)
+            if note:
+                warnings.warn(note, NarrowKernelWarning, stacklevel=stacklevel())
             y, prediction = self.labels(masks)
             coef, intercept, score, local_pred = weighted_ridge(masks, y, w, 1.0,
                                                                 chunk_size=self.chunk_size)

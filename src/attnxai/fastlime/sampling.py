@@ -4,14 +4,21 @@ calls, in lime's order, and the kernel weights bitwise as sklearn computes them 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
 
-from .. import validate
+from .. import budget, validate
 from . import kernels
 
-__all__ = ["BACKENDS", "kernel_weights", "sample_masks"]
+__all__ = ["BACKENDS", "NarrowKernelWarning", "kernel_weights", "narrow_kernel_note",
+           "sample_masks"]
+
+
+class NarrowKernelWarning(UserWarning):
+    """LIME's kernel is so narrow that every perturbed sample weighs 0: the fit sees only the
+    document and every coefficient is 0 (lime 0.2.0.1 gives the same zeros, silently)."""
 
 BACKENDS = ("auto", "numba", "numpy")
 
@@ -32,6 +39,8 @@ def sample_masks(d: int, num_samples: int, random_state: Any = None, *,
     d = validate.positive_int(d, "d")
     num_samples = validate.num_samples(num_samples)
     validate.choice(backend, "backend", BACKENDS)
+    budget.check(num_samples * (d + 24), f"{num_samples} lime masks of {d} features",
+                 "lower num_samples, or raise the budget")
     rs = validate.random_state(random_state)
     return kernels.sample_masks(d, num_samples, rs, backend=backend)
 
@@ -62,4 +71,25 @@ def kernel_weights(masks: np.ndarray, kernel_width: float) -> np.ndarray:
     kept = masks.view(np.uint8).sum(axis=1, dtype=np.int64) if masks.dtype == bool \
         else np.count_nonzero(masks, axis=1)
     dist = _cosine_distance_by_count(d)[kept]
-    return np.sqrt(np.exp(-(dist ** 2) / kernel_width ** 2))
+    # width * width, not width ** 2: the same float (both correctly rounded), but inf instead of
+    # an OverflowError beyond 1.3e154, where every weight is 1 (lime itself raises there)
+    w2 = kernel_width * kernel_width
+    if w2 == 0.0:                      # below 1.5e-162 the square underflows: only the document
+        return (kept == d).astype(np.float64)      # (every feature kept) keeps a weight
+    return np.sqrt(np.exp(-(dist ** 2) / w2))
+
+
+def narrow_kernel_note(weights: np.ndarray, masks: np.ndarray, kernel_width: float) -> str:
+    """'' if some perturbed sample (rows 1..) has a weight above 0; else why every coefficient
+    is 0 and the narrowest width that gives the nearest sample a weight."""
+    if weights.size < 2 or np.any(weights[1:] > 0):
+        return ""
+    d = masks.shape[1]
+    nearest = float(_cosine_distance_by_count(d)[d - 1]) if d > 1 else 100.0
+    # sqrt(exp(-D^2 / w^2)) is 0 in float64 once D^2 / w^2 > about 1490
+    needed = nearest / math.sqrt(1490.0)
+    return (f"kernel_width={kernel_width:g} is so narrow that every perturbed sample weighs 0 "
+            f"(the nearest is at lime's distance {nearest:.3g}, whose weight underflows): the fit "
+            "sees the document alone and every coefficient is 0, as lime 0.2.0.1 gives them "
+            f"too. A width above about {needed:.2g} gives the nearest samples a weight; lime's "
+            "default is 25")

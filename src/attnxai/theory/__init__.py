@@ -22,11 +22,11 @@ from . import (approximations, gradient_theorem, ig_theorem, lime_attention, lim
 from .approximations import APPROXIMATIONS
 from .gradient_theorem import gradient_closed_form, gradient_terms, gradient_x_input
 from .ig_theorem import IntegratedGradients, integrated_gradients
-from .lime_attention import lime_limit, lime_limit_heads, lime_paper
+from .lime_attention import LimitApproximationWarning, lime_limit, lime_limit_heads, lime_paper
 from .shapley_values import banzhaf, banzhaf_heads, effect_curves, shapley, shapley_heads
 
-__all__ = ["APPROXIMATIONS", "IntegratedGradients", "approximations", "banzhaf", "banzhaf_heads",
-           "effect_curves", "gradient_closed_form", "gradient_terms", "gradient_theorem",
-           "gradient_x_input", "ig_theorem", "integrated_gradients", "lime_attention", "lime_limit",
-           "lime_limit_heads", "lime_paper", "lime_text", "shapley", "shapley_heads",
-           "shapley_values"]
+__all__ = ["APPROXIMATIONS", "IntegratedGradients", "LimitApproximationWarning", "approximations",
+           "banzhaf", "banzhaf_heads", "effect_curves", "gradient_closed_form", "gradient_terms",
+           "gradient_theorem", "gradient_x_input", "ig_theorem", "integrated_gradients",
+           "lime_attention", "lime_limit", "lime_limit_heads", "lime_paper", "lime_text", "shapley",
+           "shapley_heads", "shapley_values"]

@@ -45,6 +45,24 @@ from ..symbolic import SymbolicModel
 TERMS = ("value", "key", "query")
 
 
+def _single_layer(model) -> AttentionClassifier:
+    """The theorem's model: the single-layer classifier, else a TypeError saying what to pass."""
+    if isinstance(model, AttentionClassifier):
+        return model
+    from ..textmodel import Pretrained
+
+    if isinstance(model, Pretrained):
+        hint = ("pass pre.model (the classifier) and pre.encode(text) (its ids)"
+                if isinstance(model.model, AttentionClassifier) else
+                f"its model is a {type(model.model).__name__}, for which the theorem does not hold:"
+                " use attnxai.explainers.gradient (automatic differentiation)")
+        raise TypeError(f"the gradient theorem takes the single-layer AttentionClassifier and its "
+                        f"ids, got a Pretrained: {hint}")
+    raise TypeError(f"the gradient theorem (Section 4) is derived for the single-layer "
+                    f"AttentionClassifier, got {type(model).__name__}: for another model use "
+                    "attnxai.explainers.gradient (automatic differentiation)")
+
+
 def _internals(model: AttentionClassifier, ids: Tensor) -> Internals:
     ids, mask = model.ids_and_mask(ids)
     with torch.no_grad():
@@ -59,6 +77,7 @@ def gradient_terms(model: AttentionClassifier, ids: Tensor, target: int = 1) -> 
     ``"key"``: ``(1/K) sum_i alpha_t (s_t - s~) / sqrt(d_att) W_k^T q_1``;
     ``"query"``: the ``[CLS]`` query's own dependence, non-zero only at position 0.
     """
+    model = _single_layer(model)
     target = validate.target(target, model.n_classes)
     it = _internals(model, ids)
     K = model.n_heads
@@ -88,6 +107,7 @@ def gradient_closed_form(model: AttentionClassifier, ids: Tensor, target: int = 
 
 def gradient_x_input(model: AttentionClassifier, ids: Tensor, target: int = 1) -> Tensor:
     """The corollary: ``e_t . grad_{e_t} f`` without forming the gradient, (B, T) (0 on padding)."""
+    model = _single_layer(model)
     target = validate.target(target, model.n_classes)
     it = _internals(model, ids)
     s = it.token_scores[..., target]
@@ -211,6 +231,7 @@ def corpus_terms(model: AttentionClassifier, seqs, target: int = 1, batch_size: 
     """
     import pandas as pd
 
+    model = _single_layer(model)
     target = validate.target(target, model.n_classes)
     frames = []
     for start, ids in iter_batches(model, seqs, batch_size):
@@ -250,6 +271,7 @@ def compare_with_autodiff(model: AttentionClassifier, seqs, target: int = 1, bat
     divide by ~0), ``max_abs_diff_gxi`` (the corollary :func:`gradient_x_input` against
     ``e_t . autodiff``) and ``max_abs_gxi``. Run it on a float64 model to see rounding level.
     """
+    model = _single_layer(model)
     target = validate.target(target, model.n_classes)
     out = {"reviews": 0, "tokens": 0, "max_abs_diff": 0.0, "max_abs_grad": 0.0,
            "max_rel_review": 0.0, "max_rel_token": 0.0, "max_abs_diff_gxi": 0.0, "max_abs_gxi": 0.0}

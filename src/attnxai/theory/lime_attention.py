@@ -29,6 +29,12 @@ For one document (``[CLS]`` first), in lime's feature order:
     chapter 6 maps its error); replacement, ``law="discrete"``, the book's original limit (one
     product over features per node, a few milliseconds; ``law="lime"`` removes its ``O(1/d)``).
 
+    **Approximations say so.** When the defaults answer with an approximation (the two cases
+    above that are not exact), :func:`lime_limit` and :func:`lime_limit_heads` warn with a
+    :class:`LimitApproximationWarning` that names it and its measured error
+    (:data:`MEASURED_ERRORS`); asking for a ``law`` or ``positions`` explicitly chooses the
+    approximation knowingly and is silent.
+
 :func:`lime_limit_heads`
     The same for each head's own output (their mean is :func:`lime_limit`).
 
@@ -39,6 +45,8 @@ The pieces live in :mod:`~attnxai.theory.lime_inputs` (ids, features, tables),
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -54,10 +62,52 @@ from .lime_quadrature import LAWS, profile_weights
 from .lime_symbolic import symbolic_chain, symbolic_meanfield_wide
 from .lime_text import DEFAULT_KERNEL_WIDTH
 
-__all__ = ["EXPECTATION_METHODS", "Effects", "LAWS", "POSITIONS", "Tables", "conditional_effects",
+__all__ = ["EXPECTATION_METHODS", "Effects", "LAWS", "LimitApproximationWarning", "MEASURED_ERRORS",
+           "POSITIONS", "Tables", "conditional_effects",
            "document_features", "lime_limit", "lime_limit_heads", "lime_limit_heads_by_width",
            "lime_paper",
            "symbolic_chain", "symbolic_meanfield_wide", "tables", "text_inputs"]
+
+
+class LimitApproximationWarning(UserWarning):
+    """:func:`lime_limit`'s defaults answered with an approximation of LIME's limit, not the
+    limit itself (the message names it, its measured error and how to get the exact value)."""
+
+
+#: The error of the defaults' approximations against the exact limit (all ``2^d`` perturbations,
+#: :func:`attnxai.theory.lime_exhaustive.exact_limit`), ``|approx - exact| / |exact|`` (norm 2)
+#: on random float64 models: median and largest, as
+#: :func:`attnxai.theory.lime_exhaustive.default_errors` measures them (deletion: chapter 6's
+#: regime-map documents with repeated words, 6 to 12 words, 72 documents; replacement: its
+#: documents of 6 to 11 tokens, 36). ``tests/test_hostile.py`` recomputes them.
+MEASURED_ERRORS = {"binomial positions": (0.17, 0.80), "independent removal": (0.045, 0.47)}
+
+
+def _warn_approximation(removal: str, law: str, positions: str, given: bool) -> None:
+    """Warn when the defaults (``given`` False) chose an approximation (module docstring)."""
+    from ..errors import stacklevel
+
+    if given or law == "lime":
+        return
+    if removal == "delete" and positions == "binomial":
+        name, what = "binomial positions", (
+            "a word of this document repeats, and under deletion (bow=True) no closed form is "
+            "exact: the answer is the binomial-position approximation "
+            "(attnxai.theory.lime_binomial)")
+        exact = ("attnxai.theory.lime_exhaustive.exact_limit, by enumeration, for a document of "
+                 "at most 20 distinct words")
+    elif removal == "replace":
+        name, what = "independent removal", (
+            "under replacement (bow=False) the default is independent removal at each kept "
+            "fraction (law='discrete'), O(1/d) from lime's own law")
+        exact = "law='lime' gives the exact limit"
+    else:
+        return
+    med, top = MEASURED_ERRORS[name]
+    warnings.warn(f"{what}; measured against the exact limit on random models, its relative "
+                  f"error (norm 2) had median {med:.0%} and reached {top:.0%}. Exact: {exact}; passing "
+                  "law= or positions= chooses the approximation without this warning",
+                  LimitApproximationWarning, stacklevel=stacklevel())
 
 
 def _settings(model, ids, bow, kernel_width, target, features, law, positions, method, n_nodes,
@@ -109,13 +159,24 @@ def lime_limit_heads_by_width(model: AttentionClassifier | Pretrained, ids, kern
     """:func:`lime_limit_heads` for several kernel widths at once: ``{width: (K, d)}``. The
     profile laws' effects are computed once (their nodes in ``p`` do not depend on the width: only
     the weights folding them do); lime's law (the chain) runs once per width."""
+    out = _heads_by_width(model, ids, kernel_widths, bow=bow, target=target, features=features,
+                          law=law, positions=positions, method=method, n_nodes=n_nodes,
+                          lambda_step=lambda_step, ksub=ksub)
+    out.pop("_chosen")
+    return out
+
+
+def _heads_by_width(model, ids, kernel_widths, *, bow, target, features, law, positions, method,
+                    n_nodes, lambda_step, ksub) -> dict:
+    """:func:`lime_limit_heads_by_width`'s answer, plus ``"_chosen"``: (removal, law,
+    positions) as resolved from the defaults."""
     widths = [validate.kernel_width(w, allow_inf=True) for w in kernel_widths]
     if not widths:
         raise ValueError("give at least one kernel width")
     tb, feats, removal, _, law, positions, n_nodes, ksub = _settings(
         model, ids, bow, widths[0], target, features, law, positions, method, n_nodes,
         lambda_step, ksub)
-    out: dict[float, np.ndarray] = {}
+    out: dict = {"_chosen": (removal, law, positions)}
     if law == "lime":
         for nu in widths:
             beta = solve_sigma(chain_gammas(tb, feats, removal, nu, ksub), nu)
@@ -145,10 +206,13 @@ def lime_limit_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool 
     """:func:`lime_limit` of each head's own output ``W_l^(i) v~^(i)``: (K, d). Their mean over
     heads is :func:`lime_limit` of ``f`` (LIME's limit is linear in the explained function)."""
     nu = validate.kernel_width(kernel_width, allow_inf=True)
-    return lime_limit_heads_by_width(model, ids, [nu], bow=bow, target=target,
-                                     features=features, law=law, positions=positions,
-                                     method=method, n_nodes=n_nodes, lambda_step=lambda_step,
-                                     ksub=ksub)[nu]
+    out = _heads_by_width(model, ids, [nu], bow=bow, target=target, features=features, law=law,
+                          positions=positions, method=method, n_nodes=n_nodes,
+                          lambda_step=lambda_step, ksub=ksub)
+    removal, chosen_law, chosen_positions = out.pop("_chosen")
+    _warn_approximation(removal, chosen_law, chosen_positions,
+                        law is not None or positions is not None or method != "integral")
+    return out[nu]
 
 
 def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
@@ -180,7 +244,10 @@ def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True
     rule, dominates (``tests/test_results.py`` holds the chain to these bounds on random models).
 
     Raises ``ValueError`` for a kernel so narrow that lime's weights underflow, weights holding
-    NaN, and attention scores spanning a range no float64 quadrature can cover.
+    NaN, attention scores spanning a range no float64 quadrature can cover, and a text none of
+    whose words the model knows (as :func:`attnxai.fastlime.explain_instance` refuses it). Warns
+    with a :class:`LimitApproximationWarning` when the defaults answer with an approximation
+    (module docstring).
     """
     return lime_limit_heads(model, ids, bow=bow, kernel_width=kernel_width, target=target,
                             features=features, law=law, positions=positions, method=method,

@@ -25,8 +25,8 @@ from ..model import AttentionClassifier
 from .lime_attention import document_features, lime_limit
 from .lime_text import DEFAULT_KERNEL_WIDTH, beta_exact
 
-__all__ = ["APPROXIMATION_KWARGS", "exact_limit", "perturbed_outputs", "random_document",
-           "random_model", "regime_map"]
+__all__ = ["APPROXIMATION_KWARGS", "default_errors", "exact_limit", "perturbed_outputs",
+           "random_document", "random_model", "regime_map"]
 
 #: The closed forms the map compares (``lime_limit`` keyword arguments; deletion).
 APPROXIMATION_KWARGS = {
@@ -145,3 +145,29 @@ def regime_map(n_words: Sequence[int] = (6, 8, 10), repeat_shares: Sequence[floa
                                 "relative_error": float(np.linalg.norm(got - exact)) / norm
                                 if norm > 0 else math.nan})
     return pd.DataFrame(rows)
+
+
+def default_errors(bow: bool) -> np.ndarray:
+    """The relative errors (norm 2) against :func:`exact_limit` of :func:`lime_limit`'s default
+    where it is an approximation, on random models (what
+    :data:`attnxai.theory.lime_attention.MEASURED_ERRORS` states): deletion, the binomial
+    positions on the documents of chapter 6's regime map with repeated words (6 to 12 words, a
+    quarter or half of the tokens repeated, 72 documents); replacement, independent removal on
+    its documents of 6 to 8 words and up to 11 tokens (36 documents)."""
+    import warnings
+
+    from .lime_attention import LimitApproximationWarning
+
+    words, shares = ((6, 8, 10, 12), (0.25, 0.5)) if bow else ((6, 8), (0.0, 0.25))
+    errors = []
+    for d, share, ws, seed in itertools.product(words, shares, (0.3, 1.0, 3.0), (0, 1, 2)):
+        n_tokens = int(round(d / (1.0 - share)))
+        model = random_model(1000 * seed + int(100 * ws), word_scale=ws)
+        ids = random_document(seed * 7919 + d * 31 + n_tokens, d, n_tokens)
+        feats = document_features(ids[1:].tolist(), bow)
+        exact = exact_limit(model, ids, feats, bow=bow)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LimitApproximationWarning)
+            got = lime_limit(model, ids, bow=bow, features=feats)
+        errors.append(float(np.linalg.norm(got - exact) / np.linalg.norm(exact)))
+    return np.asarray(errors)

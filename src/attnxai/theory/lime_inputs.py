@@ -144,6 +144,9 @@ def text_inputs(pre: Pretrained, text: str, bow: bool = True) -> tuple[np.ndarra
                          "[0-9a-z] tokens, single spaces), where lime's words are the model's "
                          "tokens: pass attnxai.normalize_for_lime(text)")
     words = text.split()
+    # every word unknown: the model reads only UNK tokens, and every coefficient would be that
+    # of the UNK count (equal values); refused as fastlime refuses it
+    pre.vocab.check_known(words, text)
     ids = np.asarray(pre.vocab.encode(text, pre.model.max_len))
     if ids.size != len(words) + 1:
         raise ValueError("text is not in normalize_for_lime form (its words and the model's tokens "

@@ -90,7 +90,9 @@ def kernel(dist, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndarray:
     dist = np.asarray(dist, dtype=float)
     if math.isinf(nu):
         return np.ones_like(dist)
-    return np.sqrt(np.exp(-dist ** 2 / nu ** 2))
+    if nu * nu == 0.0:                  # the square underflows: only D = 0 keeps a weight
+        return (dist == 0).astype(float)
+    return np.sqrt(np.exp(-dist ** 2 / (nu * nu)))      # nu * nu: inf, not OverflowError
 
 
 @dataclass(frozen=True)
@@ -351,7 +353,7 @@ def limit_constants(kernel_width: float = DEFAULT_KERNEL_WIDTH) -> dict[str, flo
     nu = check_kernel_width(kernel_width)
     if math.isinf(nu):
         return {"m": 0.5, "E_p(1-p)": 1 / 6, "Var_p": 1 / 12, "scale": 1.5}
-    c = 5000.0 / nu ** 2
+    c = 5000.0 / (nu * nu)
     mom = [_gauss_moment(2 * k + 1, c) * 2 for k in range(3)]
     m, e2 = mom[1] / mom[0], mom[2] / mom[0]
     epp = m - e2

@@ -1,0 +1,331 @@
+"""Read the built PDF as a teacher who prints it would: `tests/check_pdf.sh` runs this after
+`make pdf`'s build. Exit status 1 if any check finds a problem; each check prints one line.
+
+* margins: every page rendered (pdftoppm, 72 dpi, one pixel a point) and its ink compared with
+  the text block that the LaTeX log states (book/_ext/attnxai_book.py types it there);
+* missing outputs: a Python repr (``<pandas.io.formats.style.Styler at 0x...>``,
+  ``<IPython.core.display.HTML object>``, ``<Figure size ...>``) printed where an output with
+  no LaTeX form stood;
+* numbering: chapters numbered as on the site (_toc.yml: chapters of numbered parts 1, 2, ...,
+  front and back matter without numbers), every theorem, exercise, figure, table and equation
+  numbered "chapter.k" in its own chapter, exercises 1, 2, ... in each chapter, and the
+  syllabus's table of exercises the same list as the book's;
+* boxes: none without a title (an empty title bar) and none whose title is the last line of a
+  page; no output table set as an equation;
+* the proof index: entries named "Theorem 3.1 (...)", not labels and file paths;
+* overfull boxes: what TeX itself reports wider than its space by more than 3 pt (a squeezed
+  table cell, a formula) with its source lines in the .tex; characters a font lacks (they print
+  as nothing).
+
+    python tests/check_pdf.py _build/pdfcheck/_build/latex [--shots DIR]
+
+``--shots DIR`` writes an 80-dpi PNG of every page with a problem into DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+INK = 200                 # grey level below which a pixel is ink (0 black, 255 white)
+MARGIN_TOLERANCE = 5.0    # points of ink allowed past the text block (Sphinx's code frames: 4)
+OVERFULL_TOLERANCE = 3.0  # points
+KINDS = ("Axiom", "Theorem", "Lemma", "Algorithm", "Definition", "Remark", "Conjecture",
+         "Corollary", "Criterion", "Example", "Property", "Observation", "Proposition",
+         "Assumption", "Notation")
+REPR = re.compile(r"<(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?: object(?: at 0x[0-9a-fA-F]+)?"
+                  r"| at 0x[0-9a-fA-F]+)>|<Figure size [\d.]+x[\d.]+ with \d+ Axes>")
+BOX_TITLE = re.compile(rf"^(?:{'|'.join(KINDS)}|Exercise|Solution to Exercise)(?: \d+(?:\.\d+)*)?"
+                       r"(?: \(.*\))?$|^(?:Proof|Learning objectives|Note|Warning|Important|Tip)$")
+
+
+def run(*cmd: str) -> str:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+# ---------------------------------------------------------------- geometry
+def text_block(log: str) -> dict[str, float]:
+    """The text block in points from the top-left corner (book/_ext/attnxai_book.py types
+    ``attnxai-textblock: left=..pt, ...`` into the log)."""
+    flat = log.replace("\n", "")            # TeX wraps its log at 79 characters
+    m = re.search(r"attnxai-textblock:(.*?paperheight=[\d.]+pt)", flat)
+    if not m:
+        raise SystemExit("the LaTeX log states no text block (attnxai-textblock): was the PDF "
+                         "built with the book's extension?")
+    text = m.group(1)
+    # TeX points (1/72.27 in) to PDF points (1/72 in), the unit of the page images
+    return {k: float(v) * 72 / 72.27 for k, v in re.findall(r"(\w+)=([\d.]+)pt", text)}
+
+
+def margin_overflows(pdf: Path, block: dict[str, float]) -> dict[int, str]:
+    """{page: what overflows} for pages with ink outside the text block (header and footer
+    lines included)."""
+    left, right = block["left"], block["left"] + block["width"]
+    top, bottom = block["top"], block["bottom"]
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        run("pdftoppm", "-r", "72", "-gray", str(pdf), f"{tmp}/p")
+        for path in sorted(Path(tmp).glob("p-*.pgm")):
+            page = int(path.stem.split("-")[1])
+            ink = np.asarray(Image.open(path)) < INK
+            cols, rows = np.flatnonzero(ink.any(axis=0)), np.flatnonzero(ink.any(axis=1))
+            if not cols.size:
+                continue
+            past = {"left": left - cols[0], "right": cols[-1] + 1 - right,
+                    "top": top - rows[0], "bottom": rows[-1] + 1 - (bottom + 4)}
+            bad = {k: v for k, v in past.items() if v > MARGIN_TOLERANCE}
+            if bad:
+                out[page] = ", ".join(f"{v:.0f} pt past the {k}" for k, v in bad.items())
+    return out
+
+
+# ---------------------------------------------------------------- text
+def pages_text(pdf: Path) -> list[str]:
+    return run("pdftotext", "-layout", str(pdf), "-").split("\f")
+
+
+def literal_outputs(pages: list[str]) -> dict[int, list[str]]:
+    out = {}
+    for i, text in enumerate(pages, 1):
+        found = REPR.findall(" ".join(text.split()))
+        if found:
+            out[i] = found
+    return out
+
+
+def titles_at_page_foot(pdf: Path, block: dict[str, float]) -> dict[int, str]:
+    """{page: title} where the last line of the page's body is a box title."""
+    xml = run("pdftotext", "-bbox-layout", str(pdf), "-")
+    out = {}
+    body_top, body_bottom = block["bodytop"], block["bodybottom"]
+    for i, page in enumerate(re.findall(r"<page .*?</page>", xml, re.DOTALL), 1):
+        lines = []
+        for line in re.findall(r'<line xMin="[\d.]+" yMin="([\d.]+)" xMax="[\d.]+" '
+                               r'yMax="([\d.]+)">(.*?)</line>', page, re.DOTALL):
+            y0, y1, words = float(line[0]), float(line[1]), line[2]
+            if y0 >= body_top - 2 and y1 <= body_bottom + 2:
+                text = " ".join(re.findall(r">([^<]*)</word>", words))
+                lines.append((y1, _unescape(text)))
+        if lines:
+            last = max(lines)[1].strip()
+            if BOX_TITLE.match(last):
+                out[i] = last
+    return out
+
+
+def _unescape(text: str) -> str:
+    return text.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">") \
+        .replace("&quot;", '"').replace("&apos;", "'")
+
+
+# ---------------------------------------------------------------- numbering
+def expected_chapters(toc_file: Path = ROOT / "_toc.yml") -> list[tuple[str, str, int | None]]:
+    """(docname, title, site number or None) of every chapter, in the order of _toc.yml (the
+    chapters of numbered parts are numbered on, across parts, as jupyter-book numbers them)."""
+    toc = yaml.safe_load(toc_file.read_text())
+    out, n = [], 0
+    for part in toc.get("parts", []):
+        for chapter in part.get("chapters", []):
+            name = chapter["file"]
+            path = ROOT / (name if Path(name).suffix else name + ".md")
+            title = next((line[2:].strip() for line in path.read_text().splitlines()
+                          if line.startswith("# ")), name)
+            number = None
+            if part.get("numbered"):
+                n += 1
+                number = n
+            out.append((name, title, number))
+    return out
+
+
+def _plain(tex: str) -> str:
+    tex = re.sub(r"\\sphinxhyphen\s*\{\}", "-", tex)
+    tex = re.sub(r"\\[A-Za-z]+\s*", "", tex)
+    return re.sub(r"[^a-z0-9]+", "", tex.lower())
+
+
+def numbering_problems(latex_dir: Path, tex: str) -> list[str]:
+    problems = []
+    chapters = expected_chapters()
+    toc = (latex_dir / "attnxai-book.toc").read_text()
+    entries = re.findall(r"\\contentsline \{chapter\}\{(\\numberline \{(\d+)\})?(.*?)\}\{[^}]*\}"
+                         r"\{[^}]*\}%", toc)
+    # the LaTeX build moves the bibliography to the end and adds the indexes: find each
+    # chapter by its title; the numbered ones must come in the site's order
+    used, positions = set(), []
+    for name, title, number in chapters:
+        at = next((i for i, e in enumerate(entries) if i not in used
+                   and _plain(e[2]) == _plain(title)), None)
+        if at is None:
+            problems.append(f"chapter {title!r} ({name}) is not in the PDF's table of contents")
+            continue
+        used.add(at)
+        got = int(entries[at][1]) if entries[at][1] else None
+        if got != number:
+            problems.append(f"chapter {title!r}: numbered {got} in the PDF, {number} on the site")
+        if number is not None:
+            positions.append(at)
+    if positions != sorted(positions):
+        problems.append("the numbered chapters are not in the site's order")
+    number_of = {name: number for name, _, number in chapters}
+    # boxes (theorems, exercises): "Kind C.k" inside chapter C, exercises 1, 2, ... per chapter
+    current, exercises, seen = None, {}, []
+    box = re.compile(rf"\\label\{{\\detokenize\{{([^}}:]+)::doc\}}\}}|\\begin\{{sphinxadmonition\}}"
+                     rf"\{{\w+\}}\{{((?:{'|'.join(KINDS)}|Exercise|Solution to Exercise)) "
+                     rf"([\d.]+)")
+    for m in box.finditer(tex):
+        if m.group(1):
+            current = m.group(1) if m.group(1) in number_of else current
+            continue
+        kind, num = m.group(2), m.group(3)
+        chapter = number_of.get(current)
+        parts = num.split(".")
+        if chapter is None or len(parts) != 2 or parts[0] != str(chapter):
+            problems.append(f"{kind} {num} in {current} (chapter {chapter}): expected "
+                            f"{kind} {chapter}.k")
+        if kind == "Exercise" and len(parts) == 2:
+            k = exercises.setdefault(parts[0], 0) + 1
+            exercises[parts[0]] = k
+            if parts[1] != str(k):
+                problems.append(f"Exercise {num} is exercise {k} of chapter {parts[0]}")
+            seen.append(num)
+    syllabus = re.findall(r"^\| (\d+\.\d+) \|", (ROOT / "book" / "syllabus.md").read_text(),
+                          re.MULTILINE)
+    if seen and syllabus != seen:
+        problems.append(f"the syllabus lists exercises {_span(syllabus)}, the book has "
+                        f"{_span(seen)}")
+    # figures, tables, equations of a chapter: numbered within it
+    aux = (latex_dir / "attnxai-book.aux").read_text()
+    for doc, num, anchor in re.findall(r"\\newlabel\{([^}:]+):[^}]*\}\{\{([\d.]+)\}\{[^}]*\}"
+                                       r"\{.*?\}\{((?:figure|table|equation)\.[^}]*)\}", aux):
+        chapter = number_of.get(doc)
+        if chapter is not None and num.split(".")[0] != str(chapter):
+            problems.append(f"{anchor.split('.')[0]} {num} of {doc} (chapter {chapter})")
+    return problems
+
+
+def _span(numbers: list[str]) -> str:
+    return f"{len(numbers)} ({numbers[0]} to {numbers[-1]})" if numbers else "none"
+
+
+# ---------------------------------------------------------------- boxes, index, overfull
+def empty_box_titles(tex: str) -> list[str]:
+    """Boxes whose title argument is missing (LaTeX takes the next token for the title and
+    draws an empty bar) or empty."""
+    bad = []
+    for m in re.finditer(r"\\begin\{sphinxadmonition\}\{\w+\}(\s*\{\s*\}|(?!\{))", tex):
+        line = tex.count("\n", 0, m.start()) + 1
+        bad.append(f"attnxai-book.tex:{line}")
+    return bad
+
+
+def tables_set_as_maths(tex: str) -> list[str]:
+    """Output tables that went in as equations (an output's LaTeX that the extension did not
+    recognise as a table: centred, and never broken across pages)."""
+    return [f"attnxai-book.tex:{tex.count(chr(10), 0, m.start()) + 1}" for m in
+            re.finditer(r"\\begin\{split\}\s*(%[^\n]*\n)?\s*(\{\\\w+size|\{\\small|\\begin\{(tabular|longtable)\})", tex)]
+
+
+def proof_index_problems(tex: str) -> list[str]:
+    m = re.search(r"\\renewcommand\{\\indexname\}\{Proof Index\}(.*?)\\end\{sphinxtheindex\}",
+                  tex, re.DOTALL)
+    if "prf:" not in tex and m is None:
+        return []
+    if m is None:
+        return ["no proof index"]
+    problems = []
+    arg = r"\{((?:[^{}]|\{[^{}]*\})*)\}"          # one argument, braces one level deep
+    for name, extra in re.findall(rf"\\sphinxstyleindexentry{arg}(?:\\sphinxstyleindexextra{arg})?",
+                                  m.group(1)):
+        name = re.sub(r"\\sphinxhyphen\{\}", "-", name)
+        if not re.match(rf"(?:{'|'.join(KINDS)})( \d+\.\d+)?( |$)", name):
+            problems.append(f"entry {name!r} is not 'Kind number (title)'")
+        if "/" in extra or "\\_" in extra:
+            problems.append(f"entry {name!r} shows a file path ({extra})")
+    return problems
+
+
+def missing_characters(log: str) -> list[str]:
+    """Characters that a font of the PDF lacks (XeLaTeX leaves a gap where they were)."""
+    return sorted(set(re.findall(r"Missing character: There is no (.*?) in font ([^/\n]*)", log)))
+
+
+def overfull_boxes(log: str) -> list[tuple[float, str]]:
+    out = []
+    for m in re.finditer(r"Overfull \\hbox \(([\d.]+)pt too wide\) (in paragraph at lines "
+                         r"(\d+)--\d+|detected at line (\d+))", log):
+        if float(m.group(1)) > OVERFULL_TOLERANCE:
+            out.append((float(m.group(1)), f"attnxai-book.tex:{m.group(3) or m.group(4)}"))
+    return out
+
+
+# ---------------------------------------------------------------- main
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("latex_dir", type=Path)
+    parser.add_argument("--shots", type=Path, help="write PNGs of the pages with problems here")
+    args = parser.parse_args(argv)
+    pdf = args.latex_dir / "attnxai-book.pdf"
+    log = (args.latex_dir / "attnxai-book.log").read_text(errors="replace")
+    tex = (args.latex_dir / "attnxai-book.tex").read_text()
+    block = text_block(log)
+    pages = pages_text(pdf)
+    n_pages = int(re.search(r"^Pages:\s+(\d+)", run("pdfinfo", str(pdf)), re.MULTILINE).group(1))
+
+    failed = False
+    bad_pages: set[int] = set()
+
+    def report(name, problems, detail):
+        nonlocal failed
+        failed |= bool(problems)
+        print(f"{name}: {len(problems)}" + (f": {detail}" if problems else ""))
+
+    print(f"pages: {n_pages}")
+    margins = margin_overflows(pdf, block)
+    bad_pages |= set(margins)
+    report("pages with ink past the margins", margins,
+           "; ".join(f"p{p} {w}" for p, w in sorted(margins.items())))
+    literals = literal_outputs(pages)
+    bad_pages |= set(literals)
+    n_literals = sum(len(v) for v in literals.values())
+    report("outputs printed as a Python repr", [x for v in literals.values() for x in v],
+           f"{n_literals} on {len(literals)} pages: " + "; ".join(
+               f"p{p} {', '.join(sorted(set(re.sub(' at 0x[0-9a-f]+', '', x) for x in v)))}"
+               for p, v in sorted(literals.items())))
+    numbering = numbering_problems(args.latex_dir, tex)
+    report("numbering problems", numbering, "; ".join(numbering[:12]))
+    empty = empty_box_titles(tex)
+    report("boxes without a title", empty, ", ".join(empty[:12]))
+    as_maths = tables_set_as_maths(tex)
+    report("tables set as equations", as_maths, ", ".join(as_maths[:12]))
+    feet = titles_at_page_foot(pdf, block)
+    bad_pages |= set(feet)
+    report("box titles at a page foot", feet,
+           "; ".join(f"p{p} {t!r}" for p, t in sorted(feet.items())))
+    index = proof_index_problems(tex)
+    report("proof index problems", index, "; ".join(index[:6]))
+    missing = missing_characters(log)
+    report("characters missing from the fonts", missing,
+           "; ".join(f"{ch} in {font}" for ch, font in missing))
+    overfull = overfull_boxes(log)
+    report("overfull boxes (TeX)", overfull,
+           "; ".join(f"{w:.0f} pt at {where}" for w, where in sorted(overfull, reverse=True)[:12]))
+    if args.shots and bad_pages:
+        args.shots.mkdir(parents=True, exist_ok=True)
+        for p in sorted(bad_pages):
+            run("pdftoppm", "-r", "80", "-png", "-f", str(p), "-l", str(p), str(pdf),
+                str(args.shots / "page"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
