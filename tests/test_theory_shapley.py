@@ -206,8 +206,11 @@ def test_ig_refuses_when_it_cannot_converge(monkeypatch):
 
 def test_ig_one_word_and_unk():
     pre = make_tiny()
-    ig = theory.integrated_gradients(pre, "zork")                     # UNK: does not move
-    assert ig.tokens.tolist() == [0.0] and ig.output == ig.baseline_output
+    with pytest.raises(ValueError, match="vocabulary"):               # all UNK: refused, as
+        theory.integrated_gradients(pre, "zork")                      # LIME's limit refuses it
+    ig = theory.integrated_gradients(pre, "zork good")                # UNK: does not move
+    assert ig.tokens[0] == 0.0
+    assert ig.tokens.sum() == pytest.approx(ig.output - ig.baseline_output, abs=1e-13)
     one = theory.integrated_gradients(pre, "good")
     assert one.tokens[0] == pytest.approx(one.output - one.baseline_output, abs=1e-13)
 
@@ -245,3 +248,38 @@ def test_autograd_agrees_with_ig_on_a_trained_model(quick_model64):
     (g,) = torch.autograd.grad(m.forward_embeddings(path)[:, 1].sum(), path)
     ref = (torch.tensor(w) @ ((e - e0) * g).sum(-1))[1:].numpy()
     assert rel(ig.tokens, ref) < 1e-10
+
+
+# ---------------------------------------------------------------- approximations say so
+def test_binomial_default_warns_and_explicit_choices_are_silent():
+    import warnings
+
+    pre = make_tiny()
+    repeated, distinct = "good film good plot", "good film bad plot"
+    for fn, value in ((theory.shapley, "Shapley"), (theory.banzhaf, "Banzhaf")):
+        with pytest.warns(theory.LimitApproximationWarning,
+                          match=rf"{value} values.*binomial-position.*positions='binomial'"):
+            approx = fn(pre, repeated, bow=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")            # any warning fails these
+            chosen = fn(pre, repeated, bow=True, positions="binomial")
+            fn(pre, distinct, bow=True)
+            fn(pre, repeated, bow=False)
+        np.testing.assert_array_equal(approx, chosen)   # the warning changes nothing
+    with pytest.warns(theory.LimitApproximationWarning, match="curves values"):
+        sv.effect_curves(pre, repeated, [0.5], bow=True)
+
+
+def test_measured_binomial_errors_match_the_committed_table():
+    import pandas as pd
+    from pathlib import Path
+
+    ex = pd.read_csv(Path(__file__).parents[1] / "book" / "data" / "shapley_exactness.csv",
+                     comment="#")
+    binom = ex[(ex["case"] != "random model") & (ex["mode"] == "delete") & ~ex["distinct"]]
+    for value in ("Shapley", "Banzhaf"):
+        err = binom[binom["route"] == f"{value} (default)"]["norm_rel_error"]
+        assert len(err) >= 3, value
+        med, top = sv.MEASURED_ERRORS[value]
+        assert med == pytest.approx(err.median(), abs=5e-4), value
+        assert top == pytest.approx(err.max(), abs=5e-4), value

@@ -76,7 +76,7 @@ from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums
 from .lime_quadrature import lambda_rule_doubling
 from .lime_text import DEFAULT_KERNEL_WIDTH, check_kernel_width, kernel, removal_law
 
-__all__ = ["Curves", "DEFAULT_NODES", "SHAPLEY_METHODS", "banzhaf", "banzhaf_heads",
+__all__ = ["Curves", "DEFAULT_NODES", "MEASURED_ERRORS", "SHAPLEY_METHODS", "banzhaf", "banzhaf_heads",
            "effect_curves", "endpoint_values", "gauss_nodes", "lime_weight", "shapley",
            "shapley_heads", "size_weights", "weight_functions"]
 
@@ -89,6 +89,13 @@ DEFAULT_NODES = {"replace": 25, "delete": 40}
 #: lambda_rule_doubling`): 2 for the exact routes (relative error ~5e-12 per expectation), 1 for
 #: the binomial positions (an approximation whose own error is far larger than ksub=1's ~1e-5).
 DEFAULT_KSUB = {"exact": 2, "binomial": 1}
+#: The binomial positions' error (deletion with a repeated word) against enumeration of all
+#: coalitions, ``|approx - exact| / |exact|`` (norm 2), median and largest, on the beginnings of
+#: the paper model's test reviews (``book/data/shapley_exactness.csv``, made by
+#: ``book/data/make_shapley_peers.py``; ``tests/test_theory_shapley.py`` checks these against it).
+#: "curves": the effects at any ``p``, whose integral (Shapley) is the measured summary.
+MEASURED_ERRORS = {"Shapley": (0.014, 0.021), "Banzhaf": (0.022, 0.042)}
+MEASURED_ERRORS["curves"] = MEASURED_ERRORS["Shapley"]
 #: The positions of deletion :func:`shapley` follows (the chain's exact law; binomial).
 GAME_POSITIONS = ("exact", "binomial")
 
@@ -172,17 +179,40 @@ class _Game:
     distinct: bool
 
 
-def _game(model, ids, bow, target, features, positions) -> _Game:
+def _game(model, ids, bow, target, features, positions, value: str) -> _Game:
     model, arr, feats = resolve(model, ids, bow, features)
     removal = "delete" if validate.bow(bow) else "replace"
     distinct = all(np.asarray(f).size == 1 for f in feats)
     if positions is None:
         positions = "exact" if (removal == "replace" or distinct) else "binomial"
+        if positions == "binomial":
+            _warn_binomial(value)
     validate.choice(positions, "positions", GAME_POSITIONS)
     if removal == "delete" and model.padding == "unk":
         raise NotImplementedError("deletion with padding='unk' (the authors' UNK padding) moves "
                                   "the padding too; use bow=False or a masked model")
     return _Game(tables(model, arr, target), feats, removal, positions, distinct)
+
+
+def _warn_binomial(value: str) -> None:
+    """The defaults answer deletion with a repeated word by the binomial positions: say so, with
+    the error chapter 9 measures (:data:`MEASURED_ERRORS`), as :func:`~attnxai.theory.lime_limit`
+    does for its approximations."""
+    import warnings
+
+    from ..errors import stacklevel
+    from .lime_attention import LimitApproximationWarning
+
+    med, top = MEASURED_ERRORS[value]
+    warnings.warn(
+        f"a word of this document repeats, and under deletion (bow=True) no closed form of the "
+        f"{value} values is exact: the answer uses the binomial-position approximation "
+        f"(attnxai.theory.lime_binomial); measured against all 2^d coalitions on the beginnings of "
+        f"trained reviews (chapter 9), its relative error (norm 2) had median {med:.1%} and reached "
+        f"{top:.1%}. Exact: bow=False (replacement), or enumeration "
+        f"(attnxai.theory.shapley_exhaustive) for a short text; passing positions='binomial' "
+        f"chooses the approximation without this warning",
+        LimitApproximationWarning, stacklevel=stacklevel())
 
 
 def _word_sums(cols: np.ndarray, feats: list) -> np.ndarray:
@@ -288,7 +318,7 @@ def shapley_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = T
                   method: str | None = None, n_nodes: int | None = None, ksub: int | None = None) -> np.ndarray:
     """:func:`shapley` of each head's own output: (K, d); their mean over heads is
     :func:`shapley` (the Shapley value is linear in the game)."""
-    g = _game(model, ids, bow, target, features, positions)
+    g = _game(model, ids, bow, target, features, positions, "Shapley")
     method, n_nodes, ksub = _defaults(g, method, n_nodes, ksub)
     if method == "chain":
         return _chain_shapley(g, ksub)
@@ -323,7 +353,7 @@ def banzhaf_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = T
                   target: int = 1, features=None, positions: str | None = None,
                   ksub: int | None = None) -> np.ndarray:
     """:func:`banzhaf` of each head's own output: (K, d)."""
-    g = _game(model, ids, bow, target, features, positions)
+    g = _game(model, ids, bow, target, features, positions, "Banzhaf")
     _, _, ksub = _defaults(g, "gauss", 1, ksub)
     delta, _ = _effects(g, np.array([0.5]), ksub)
     return delta[:, 0]
@@ -359,7 +389,7 @@ def effect_curves(model: AttentionClassifier | Pretrained, ids, p, *, bow: bool 
     (every feature kept independently with probability ``p``; inputs and settings as
     :func:`shapley`): the curve whose integral is the Shapley value, whose value at 1/2 is the
     Banzhaf value and whose lime-weighted, centred average is LIME's limit."""
-    g = _game(model, ids, bow, target, features, positions)
+    g = _game(model, ids, bow, target, features, positions, "curves")
     _, _, ksub = _defaults(g, "gauss", 1, ksub)
     p = np.atleast_1d(np.asarray(p, dtype=float))
     if p.ndim != 1 or p.size == 0 or np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
