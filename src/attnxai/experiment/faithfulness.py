@@ -49,7 +49,7 @@ from ..faithfulness import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, 
                             SELECTIONS, TIES, agreement, evaluate)
 from ..registry import ALL_METHODS, GAME_METHODS
 from ..threads import single_threaded
-from .lime_corpus import ORDER_SEED, ordered_reviews
+from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
@@ -60,10 +60,7 @@ __all__ = ["COLUMNS", "FaithfulnessStudy", "GROUPS", "SUMMARY_METRICS", "agreeme
 
 #: The fixed columns of a result row (metric columns follow, see the module docstring).
 COLUMNS = {
-    "rank": "position of the review in review_order()",
-    "test_index": "index of the review in load_imdb().test",
-    "review_id": "the id in the review's file name", "label": "1 positive, 0 negative",
-    "rating": "star rating", "n_tokens": "words after normalising (the model reads them all)",
+    **REVIEW_COLUMNS, "n_tokens": "words after normalising (the model reads them all)",
     "logits": "the model's logits on the review", "target": "the explained class",
     "p": "probability of the explained class (p(x))", "p1": "probability of class 1",
     "predicted": "predicted class (argmax of the logits)",

@@ -48,12 +48,16 @@ __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "approximation
 
 #: Seed of the permutation that orders the test reviews (the paper's arXiv number, 2402.03485).
 ORDER_SEED = 240203485
-#: The fixed columns of a result row (approximation columns come after them).
-COLUMNS = {
+#: The columns every study's row starts with: the review, as :func:`ordered_reviews` names it.
+REVIEW_COLUMNS = {
     "rank": "position of the review in review_order()",
     "test_index": "index of the review in load_imdb().test",
     "review_id": "the id in the review's file name", "label": "1 positive, 0 negative",
-    "rating": "star rating", "bow": "lime's bow setting", "n_tokens": "tokens after normalising",
+    "rating": "star rating",
+}
+#: The fixed columns of a result row (approximation columns come after them).
+COLUMNS = {
+    **REVIEW_COLUMNS, "bow": "lime's bow setting", "n_tokens": "tokens after normalising",
     "n_features": "lime's features d", "words": "the features' words, in lime's order",
     "logit": "the model's explained logit on the review",
     "seeds": "lime seed of each repeat", "lime_coef": "coefficients, one list per repeat",

@@ -36,7 +36,7 @@ import numpy as np
 from .. import validate
 from ..explanation import explain
 from ..threads import single_threaded
-from .lime_corpus import ORDER_SEED, ordered_reviews
+from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
@@ -61,10 +61,7 @@ LIMIT_SETTINGS = {"delete": {}, "replace": {"law": "lime"}}
 #: Per pair of methods: the agreement measures (module docstring).
 METRICS = ("spearman", "kendall", "spearman_abs", "pearson_abs", "top5")
 COLUMNS = {
-    "rank": "position of the review in review_order()",
-    "test_index": "index of the review in load_imdb().test",
-    "review_id": "the id in the review's file name", "label": "1 positive, 0 negative",
-    "rating": "star rating", "mode": "delete (bow=True, words) or replace (bow=False, tokens)",
+    **REVIEW_COLUMNS, "mode": "delete (bow=True, words) or replace (bow=False, tokens)",
     "n_tokens": "tokens after normalising", "n_features": "words (delete) or tokens (replace)",
     "logit": "the model's logit 1 on the review",
     "shapley_efficiency_gap": "sum of the Shapley values - (v(all) - v(empty))",
