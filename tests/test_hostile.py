@@ -294,6 +294,42 @@ def test_a_fifo_or_a_folder_in_place_of_a_part_or_the_settings_is_refused(tmp_pa
         run(Squares(), out, progress=False)
 
 
+@pytest.mark.timeout(120)
+def test_a_fifo_in_place_of_the_run_log_is_refused_before_computing(tmp_path):
+    """Before: a FIFO in place of `_runs.jsonl` let the run compute every row, then blocked it
+    forever when it logged itself."""
+    out = tmp_path / "r"
+    run(Squares(), out, progress=False)
+    (out / "_runs.jsonl").unlink()
+    os.mkfifo(out / "_runs.jsonl")
+    store.parts(out)[0].unlink()                              # rows left to compute
+    computed = []
+
+    class Spy(Squares):
+        def task(self):
+            return lambda items: computed.append(items) or _squares(items)
+
+    with pytest.raises(store.DamagedResults, match=r"_runs.jsonl \(the folder's run log\) is a "
+                                                   r"FIFO .*rm .*the rows are kept"):
+        run(Spy(), out, progress=False)
+    assert not computed
+
+
+def test_a_moved_folder_s_damaged_part_names_the_command_for_where_it_is(results, tmp_path):
+    """Before: the command that redoes a damaged part was the logged one, whose --out named the
+    folder where it ran, not the copy (or moved folder) being read: rerunning it wrote there."""
+    import shutil
+
+    out = _restore(results)
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    part = store.parts(moved)[0]
+    part.write_bytes(part.read_bytes()[:-40])
+    with pytest.raises(store.DamagedResults) as err:
+        store.load_results(moved, keys=("i",))
+    assert f"rerun `attnxai squares --out {shlex.quote(str(moved))}`" in str(err.value)
+
+
 # ====================================================================== checkpoints
 def tiny_pretrained(seed: int = 0) -> attnxai.Pretrained:
     from attnxai import AttentionClassifier, Vocab
@@ -345,11 +381,23 @@ def test_save_never_deletes_a_folder_it_does_not_recognise(tmp_path):
     (folder / "sub").mkdir(parents=True)
     (folder / "thesis.tex").write_text("\\documentclass{article}")
     (folder / "sub" / "notes.md").write_text("notes")
-    with pytest.raises(CheckpointError, match=r"holds files that are not a checkpoint's \(sub, "
+    with pytest.raises(CheckpointError, match=r"holds files that are not a checkpoint's \(sub/, "
                                               r"thesis.tex\).*nothing was changed"):
         checkpoint.save(tiny_pretrained(), folder)
     assert (folder / "thesis.tex").read_text() == "\\documentclass{article}"
     assert (folder / "sub" / "notes.md").read_text() == "notes"
+    own = tmp_path / "project"                                # a checkpoint's names, not one
+    own.mkdir()
+    (own / "config.json").write_text('{"my": "project settings"}')
+    with pytest.raises(CheckpointError, match="is not recognised as an attnxai checkpoint"):
+        checkpoint.save(tiny_pretrained(), own)
+    assert (own / "config.json").read_text() == '{"my": "project settings"}'
+    named = tmp_path / "named"                                # a folder called config.json
+    (named / "config.json").mkdir(parents=True)
+    (named / "config.json" / "data.txt").write_text("precious")
+    with pytest.raises(CheckpointError, match=r"not a checkpoint's \(config.json/\)"):
+        checkpoint.save(tiny_pretrained(), named)
+    assert (named / "config.json" / "data.txt").read_text() == "precious"
     empty = tmp_path / "empty"
     empty.mkdir()
     checkpoint.save(tiny_pretrained(), empty)                 # an empty folder is filled
