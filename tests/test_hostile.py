@@ -554,6 +554,20 @@ def test_the_memory_budget_is_a_setting(monkeypatch, setting, ok):
             fastlime.explain_instance(pre, "good bad film", num_samples=50_000)
 
 
+def test_too_many_local_workers_are_refused_before_any_starts(tmp_path, monkeypatch, capsys):
+    """Before: `--jobs 1000` was taken as given: a spawned process per waiting chunk (about 0.5
+    GB each: its own torch and model), up to 1000 of them on a machine of 2 cores."""
+    monkeypatch.setenv(BUDGET_ENV, "2G")
+    with pytest.raises(OverBudget, match=r"5 local worker processes .* more than the budget "
+                                         r".*use fewer --jobs"):
+        open_workers(jobs=5)
+    assert open_workers(jobs=3).n == 3                        # 1.5 GiB: within it, not started
+    out = tmp_path / "r"
+    with pytest.raises(OverBudget):
+        run(Squares(), out, jobs=100, progress=False)
+    assert not out.exists()
+
+
 def test_a_budget_that_is_no_size_is_refused(monkeypatch):
     monkeypatch.setenv(BUDGET_ENV, "lots")
     with pytest.raises(ValueError, match="is not a memory size"):
