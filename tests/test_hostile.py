@@ -735,9 +735,25 @@ def test_any_os_error_is_one_line_and_debug_keeps_the_traceback(tiny_cli, monkey
 
     monkeypatch.setattr(attnxai.explanation, "explain", full)
     assert cli.main(["explain", "a good film"]) == 2
-    assert "No space left on device" in _one_line(capsys)
+    line = _one_line(capsys)
+    assert "No space left on device: /tmp/x (the system refused this file or folder: check" in line
+    assert cli.main(["notebooks", "--out", str(_unwritable() / "nb")]) == 2
+    assert f"{_unwritable() / 'nb'} (the system refused" in _one_line(capsys)
     with pytest.raises(OSError):
         cli.main(["--debug", "explain", "a good film"])
+
+
+@pytest.mark.timeout(120)
+def test_an_archive_that_is_no_file_is_called_so(tmp_path):
+    """Before: `--archive /dev/zero` (or a folder) was "IMDb archive not found", though it is
+    there."""
+    from attnxai.data import DataError, archive_path
+
+    for where in ("/dev/zero", str(tmp_path)):
+        with pytest.raises(DataError, match=f"IMDb archive not a regular file: {where} "):
+            archive_path(where)
+    with pytest.raises(DataError, match="IMDb archive not found"):
+        archive_path(str(tmp_path / "none.tar.gz"))
 
 
 # ====================================================================== the API
