@@ -823,6 +823,26 @@ def test_lime_limit_says_when_it_answers_with_an_approximation():
             fn("zork blarg zork")
 
 
+def test_the_exact_limit_the_warning_names_takes_what_lime_limit_takes():
+    """Before: the approximation warning sends the user to `lime_exhaustive.exact_limit`, which
+    took only (model, ids): `exact_limit(pre, text)` raised an IndexError, and a target the model
+    does not have another IndexError."""
+    from attnxai.theory.lime_exhaustive import exact_limit
+
+    pre = make_tiny()
+    exact = exact_limit(pre, "good film good plot")
+    assert exact.shape == (3,) and np.all(np.isfinite(exact))        # good, film, plot
+    with pytest.warns(theory.LimitApproximationWarning):
+        approx = theory.lime_limit(pre, "good film good plot")
+    assert approx.shape == exact.shape and not np.allclose(approx, exact, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(exact_limit(pre, "good bad film"),         # the chain, fine
+                               theory.lime_limit(pre, "good bad film", ksub=2), rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="target class 7 does not exist"):
+        exact_limit(pre, "good bad film", target=7)
+    with pytest.raises(ValueError, match="no word of 'zork blarg' is in the model's vocabulary"):
+        exact_limit(pre, "zork blarg")
+
+
 @pytest.mark.parametrize("bow", [True, False])
 def test_the_stated_errors_of_the_approximations_are_measured(bow):
     """The warning's numbers (`MEASURED_ERRORS`) are recomputed on their documents."""
