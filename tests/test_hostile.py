@@ -371,6 +371,7 @@ def test_a_deleted_manifest_no_longer_turns_verification_off(cached, capsys):
     assert cli.main(["info", "--profile", "quick"]) == 2
     err = capsys.readouterr().err
     assert "attnxai adopt" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert "Otherwise, rebuild it: delete the cached model (rm -rf " in err
     assert not (cached / MANIFEST).exists()
 
 

@@ -442,12 +442,13 @@ def _unverified(path: Path, files: dict[str, bytes]) -> CheckpointError:
         profile = json.loads(files["config.json"])["train"]["profile"]
     except Exception:  # noqa: BLE001 - only for the hint
         pass
+    hint = rebuild_hint(path, profile)
     return CheckpointError(
         f"checkpoint {path} has no {MANIFEST}, so its files cannot be verified (it was saved by an "
         "attnxai older than checkpoint verification, or its manifest was deleted). If you trust "
         f"its files as they are, adopt it: `python -m attnxai adopt {shlex.quote(str(path))}` "
         "(it checks everything that needs no manifest, then records the files' sha256). "
-        f"Otherwise: {rebuild_hint(path, profile)}")
+        f"Otherwise, {hint[0].lower()}{hint[1:]}")
 
 
 def load(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32) -> Pretrained:
