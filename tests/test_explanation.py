@@ -87,7 +87,19 @@ def test_explain_gives_each_methods_own_numbers(pre):
             np.testing.assert_array_equal(ex.word_scores[m], w.to_words(ex.token_scores[m]))
         else:
             np.testing.assert_array_equal(ex.token_scores[m], w.to_tokens(ex.word_scores[m]))
-    assert set(ex.seconds) == {"attention+gradients", "LIME", "LIME limit", "random"}
+    # chapter 9's game values and path integral, from their closed forms
+    for bow, mode in ((True, "delete"), (False, "replace")):
+        np.testing.assert_array_equal(ex.word_scores[f"Shapley ({mode})"] if bow else
+                                      ex.token_scores[f"Shapley ({mode})"],
+                                      theory.shapley(pre, text, bow=bow))
+        np.testing.assert_array_equal(ex.word_scores[f"Banzhaf ({mode})"] if bow else
+                                      ex.token_scores[f"Banzhaf ({mode})"],
+                                      theory.banzhaf(pre, text, bow=bow))
+    np.testing.assert_array_equal(ex.token_scores["IG"], theory.integrated_gradients(pre,
+                                                                                     text).tokens)
+    assert ex.results["IG"].n_nodes >= 16
+    assert set(ex.seconds) == {"attention+gradients", "LIME", "LIME limit", "Shapley", "Banzhaf",
+                               "IG", "random"}
 
 
 def test_one_default_seed_and_the_explanations_seed(pre):
@@ -249,3 +261,24 @@ def test_renderings(pre, tmp_path):
 def test_a_profile_name_loads_the_cached_model(quick_model):
     ex = attnxai.explain("quick", "a good film", ["GxI"])
     assert ex.model == quick_model.path.name
+
+
+def test_game_values_settings(pre):
+    text = tiny_text(12, seed=3, unknown=False)
+    ex = attnxai.explain(pre, text, ["Shapley (delete)", "Shapley (replace)", "IG"],
+                         settings={"Shapley (delete)": {"positions": "exact"},
+                                   "Shapley (replace)": {"method": "chain", "ksub": 3},
+                                   "IG": {"n_nodes": 32}})
+    np.testing.assert_array_equal(ex.word_scores["Shapley (delete)"],
+                                  theory.shapley(pre, text, positions="exact"))
+    np.testing.assert_array_equal(ex.token_scores["Shapley (replace)"],
+                                  theory.shapley(pre, text, bow=False, method="chain", ksub=3))
+    assert ex.results["IG"].n_nodes == 32
+    with pytest.raises(ValueError, match="positions is a setting of deletion"):
+        attnxai.explain(pre, text, ["Shapley (replace)"],
+                        settings={"Shapley (replace)": {"positions": "binomial"}})
+    for bad in ({"method": "kernel"}, {"n_nodes": 0}, {"positions": "mean"}):
+        with pytest.raises((ValueError, TypeError)):
+            attnxai.explain(pre, text, ["Shapley (delete)"], settings={"Shapley (delete)": bad})
+    with pytest.raises(ValueError, match="tol"):
+        attnxai.explain(pre, text, ["IG"], settings={"IG": {"tol": -1.0}})

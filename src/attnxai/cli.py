@@ -256,8 +256,9 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True,
                    help="results folder (parquet parts; rerun the same command to resume)")
     p.add_argument("--methods", default=None,
-                   help="comma-separated explainers (default: the seven of Figure 1, "
-                        "'LIME limit' and 'random')")
+                   help="comma-separated explainers (default: every method of "
+                        "attnxai.registry.METHODS: the seven of Figure 1, then alpha x s, "
+                        "'LIME limit', chapter 9's game values and IG, and 'random')")
     p.add_argument("--perturbations", default=None, help="replace,delete (default both)")
     p.add_argument("--selections", default=None, help="abs,positive (default both; also signed)")
     p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
@@ -302,6 +303,46 @@ def _faith_run(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 160, "display.max_columns", 30):
         print("means over", len(df), "reviews (positive-only rule; tau-LOO any rule):")
         print(wide.round(3).to_string())
+    return 0
+
+
+# ---------------------------------------------------------------- shapley-experiment
+def _shapley_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default="paper", help="trained model to explain (paper or quick)")
+    p.add_argument("--reviews", type=int, default=1000,
+                   help="first N reviews of the seeded test-set order (default 1000; 25000: all)")
+    p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
+    p.add_argument("--kernel-width", type=float, default=25.0)
+    p.add_argument("--out", required=True,
+                   help="results folder (parquet parts; rerun the same command to resume)")
+    p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address, e.g. tcp://host:8786 (pip install attnxai[dask])")
+    p.add_argument("--chunk", type=int, default=20, help="rows per task (default 20)")
+    p.add_argument("--device", default="cpu", help="where the workers run the model")
+    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _shapley_run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .experiment.shapley_corpus import agreement_table, run_shapley_corpus
+    from .experiment.store import load_results
+
+    report = run_shapley_corpus(args.out, profile=args.profile, reviews=args.reviews,
+                                num_samples=args.num_samples, kernel_width=args.kernel_width,
+                                jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
+                                archive=args.archive, progress=not args.no_progress,
+                                device=args.device, command=args.argv)
+    print(f"{report.out}: {report.computed} rows computed, {report.skipped} already there, "
+          f"{report.seconds:.0f} s ({report.rows_per_second:.2f} rows/s)")
+    df = load_results(report.out, keys=("test_index", "mode"), sort=("rank", "mode"))
+    table = agreement_table(df, n_boot=200)
+    table = table[table.metric.isin(["spearman", "pearson_abs"])
+                  & table.pair.str.contains("alpha-avg|Shapley")]
+    with pd.option_context("display.width", 160, "display.max_rows", 200):
+        print(table.round(3).to_string(index=False))
     return 0
 
 
@@ -633,6 +674,10 @@ COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None],
     "faithfulness": (_faith_args, _faith_run,
                      "faithfulness metrics (AOPC, tau-LOO, deletion/insertion) of every "
                      "explainer on many test reviews; resumable, parallel"),
+    "shapley-experiment": (_shapley_args, _shapley_run,
+                           "rank agreement of Shapley, Banzhaf, LIME, its limit, IG, GxI and "
+                           "alpha-avg on test reviews, both removal modes (chapter 9); "
+                           "resumable, parallel"),
     "explain": (_explain_args, _explain_run,
                 "the seven explanations of Figure 1 for your own text (table, --html, --json)"),
     "multilayer-lime": (_layer_lime_args, _layer_lime_run,

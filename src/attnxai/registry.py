@@ -31,9 +31,10 @@ from . import explainers, validate
 from .textmodel import Pretrained
 from .words import Words
 
-__all__ = ["ALL_METHODS", "DEFAULT_SEED", "Document", "EXTRA_METHODS", "LEVELS", "METHODS",
-           "Method", "PAPER_METHODS", "SHARED", "AttentionSettings", "LimeSettings",
-           "LimitSettings", "NoSettings", "RandomSettings"]
+__all__ = ["ALL_METHODS", "DEFAULT_SEED", "Document", "EXTRA_METHODS", "GAME_METHODS", "LEVELS",
+           "METHODS", "Method", "PAPER_METHODS", "SHARED", "AttentionSettings", "BanzhafSettings",
+           "IGSettings", "LimeSettings", "LimitSettings", "NoSettings", "RandomSettings",
+           "ShapleySettings"]
 
 #: The seed of every random method (LIME's ``random_state``, the random baseline) when neither the
 #: caller nor the method's settings give one.
@@ -141,8 +142,7 @@ class LimitSettings:
 
     def limit_kwargs(self) -> dict[str, Any]:
         """The keywords of :func:`~attnxai.theory.lime_limit` that are set."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) is not None}
+        return _set_fields(self)
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,73 @@ class RandomSettings:
     def __post_init__(self):
         if self.seed is not None and validate.integer(self.seed, "seed") < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
+
+
+def _set_fields(settings: Any) -> dict[str, Any]:
+    """The fields of a settings object that are not None (the closed forms' keywords)."""
+    return {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+            if getattr(settings, f.name) is not None}
+
+
+def _optional_positive(value, name):
+    if value is not None:
+        validate.positive_int(value, name)
+
+
+@dataclass(frozen=True)
+class ShapleySettings:
+    """The closed form of the Shapley values (:func:`attnxai.theory.shapley`): ``method``
+    (``"chain"``, exact in ``p``, or ``"gauss"``), ``n_nodes`` (Gauss-Legendre nodes), ``ksub``
+    (the lambda rule's steps per octave) and, for deletion, ``positions`` (``"exact"`` or
+    ``"binomial"``); each None for the function's own default (chapter 9 measures them)."""
+
+    method: str | None = None
+    n_nodes: int | None = None
+    ksub: int | None = None
+    positions: str | None = None
+
+    def __post_init__(self):
+        if self.method is not None:
+            validate.choice(self.method, "method", ("chain", "gauss"))
+        if self.positions is not None:
+            validate.choice(self.positions, "positions", ("exact", "binomial"))
+        _optional_positive(self.n_nodes, "n_nodes")
+        _optional_positive(self.ksub, "ksub")
+
+    def kwargs(self) -> dict[str, Any]:
+        return _set_fields(self)
+
+
+@dataclass(frozen=True)
+class BanzhafSettings:
+    """The closed form of the Banzhaf values (:func:`attnxai.theory.banzhaf`): ``ksub`` and, for
+    deletion, ``positions``; None for the function's defaults."""
+
+    ksub: int | None = None
+    positions: str | None = None
+
+    def __post_init__(self):
+        if self.positions is not None:
+            validate.choice(self.positions, "positions", ("exact", "binomial"))
+        _optional_positive(self.ksub, "ksub")
+
+    def kwargs(self) -> dict[str, Any]:
+        return _set_fields(self)
+
+
+@dataclass(frozen=True)
+class IGSettings:
+    """Integrated Gradients from the UNK baseline in closed form
+    (:func:`attnxai.theory.integrated_gradients`): ``n_nodes`` (None: doubled until ``tol``)."""
+
+    n_nodes: int | None = None
+    tol: float = 1e-12
+
+    def __post_init__(self):
+        _optional_positive(self.n_nodes, "n_nodes")
+        if not (isinstance(self.tol, (int, float)) and not isinstance(self.tol, bool)
+                and self.tol > 0):
+            raise ValueError(f"tol must be a positive number, got {self.tol!r}")
 
 
 # ---------------------------------------------------------------------- the methods
@@ -197,6 +264,32 @@ def _lime_limit(doc: Document, s: LimitSettings) -> np.ndarray:
     return doc.words.align(fastlime.lime_features(doc.tokens, True)[0], beta)
 
 
+def _game(value: str, bow: bool):
+    """Shapley or Banzhaf values of one removal mode (chapter 9): per word for deletion, per
+    position for replacement (lime's features of that mode)."""
+    def compute(doc: Document, s: Any) -> np.ndarray:
+        from . import theory                 # (imports SymPy: only when asked)
+
+        if not bow and s.positions is not None:
+            raise ValueError(f"positions is a setting of deletion: {value} with replacement "
+                             "keeps every position")
+        fn = theory.shapley if value == "Shapley" else theory.banzhaf
+        values = fn(doc.pre, doc.text, bow=bow, target=doc.target, **s.kwargs())
+        if not bow:
+            return np.asarray(values, dtype=np.float64)
+        return doc.words.align(doc.words.words, values)
+    return compute
+
+
+def _integrated_gradients(doc: Document, s: IGSettings) -> np.ndarray:
+    from . import theory
+
+    ig = theory.integrated_gradients(doc.pre, doc.text, target=doc.target, n_nodes=s.n_nodes,
+                                     tol=s.tol)
+    doc.results["IG"] = ig
+    return np.asarray(ig.tokens, dtype=np.float64)
+
+
 def _random(doc: Document, s: RandomSettings) -> np.ndarray:
     return np.random.default_rng(s.seed).standard_normal(len(doc.tokens))
 
@@ -229,7 +322,8 @@ _GRADIENTS = "attention+gradients"
 
 #: Every method, in the order an explanation lists them: the seven of the paper's Figure 1, then
 #: the extra scores (``alpha x s``: attention times the token's own score, the value part of GxI;
-#: LIME's closed-form limit; a random baseline).
+#: LIME's closed-form limit; the Shapley and Banzhaf values of both removal modes and Integrated
+#: Gradients, chapter 9; a random baseline).
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("alpha-avg", "token", _GRADIENTS, AttentionSettings, _attention("mean"),
            "the [CLS] attention weight, mean over heads"),
@@ -246,13 +340,26 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "attention times the token's own score (the value part of GxI)"),
     Method("LIME limit", "word", "LIME limit", LimitSettings, _lime_limit,
            "LIME's large-sample limit, in closed form", _bow_level),
+    Method("Shapley (delete)", "word", "Shapley", ShapleySettings, _game("Shapley", True),
+           "Shapley values of the words, deleted with all their occurrences (closed form)"),
+    Method("Shapley (replace)", "token", "Shapley", ShapleySettings, _game("Shapley", False),
+           "Shapley values of the positions, replaced by UNK in place (closed form)"),
+    Method("Banzhaf (delete)", "word", "Banzhaf", BanzhafSettings, _game("Banzhaf", True),
+           "Banzhaf values of the words, deleted (closed form: the effect at p = 1/2)"),
+    Method("Banzhaf (replace)", "token", "Banzhaf", BanzhafSettings, _game("Banzhaf", False),
+           "Banzhaf values of the positions, replaced by UNK (closed form)"),
+    Method("IG", "token", "IG", IGSettings, _integrated_gradients,
+           "Integrated Gradients from the UNK baseline (closed form, Gauss-Legendre)"),
     Method("random", "token", "random", RandomSettings, _random,
            "i.i.d. standard normal scores (a baseline)"),
 )}
 #: The paper's seven explainers, in its Figure 1 order (the default of :func:`attnxai.explain`).
 PAPER_METHODS = ("alpha-avg", "alpha-max", "LIME", "G-avg", "G-l1", "G-l2", "GxI")
+#: The game values and path integral of chapter 9 (beyond the paper).
+GAME_METHODS = ("Shapley (delete)", "Shapley (replace)", "Banzhaf (delete)", "Banzhaf (replace)",
+                "IG")
 #: The scores beyond the paper's seven.
-EXTRA_METHODS = ("alpha x s", "LIME limit", "random")
+EXTRA_METHODS = ("alpha x s", "LIME limit", *GAME_METHODS, "random")
 ALL_METHODS = tuple(METHODS)
 #: Settings that must agree between two methods: (method, follows, the shared fields).
 SHARED = (("LIME limit", "LIME", ("kernel_width", "bow")),)

@@ -1,5 +1,6 @@
-"""The faithfulness study: the paper's seven explainers, LIME's closed-form limit and a random
-baseline, scored by every metric of :mod:`attnxai.faithfulness` on test reviews (chapter 7).
+"""The faithfulness study: the paper's seven explainers, LIME's closed-form limit, the Shapley and
+Banzhaf values and Integrated Gradients (chapter 9) and a random baseline, scored by every metric
+of :mod:`attnxai.faithfulness` on test reviews (chapter 7).
 
     python -m attnxai faithfulness --profile paper --reviews 1000 --out results/faithfulness --jobs 2
 
@@ -17,9 +18,9 @@ rules, with ``p`` = the probability of the explained class; and the pairwise Ken
 methods (signed and absolute scores). Both tie orders of :data:`attnxai.faithfulness.TIES` are
 recorded in the same run: the default (``"position"``, the earlier of tied positions first) for
 every number, and ferret's (``"ferret"``, the later first) for the AOPC measures and the curves'
-areas, evaluated again only for the methods whose scores tie (LIME and its limit give every
-occurrence of a word its word's score) and copied for the others, whose rankings do not depend
-on the tie order.
+areas, evaluated again only for the methods whose scores tie (the word-level ones, LIME, its limit
+and the deletion game values, give every occurrence of a word its word's score) and copied for
+the others, whose rankings do not depend on the tie order.
 
 **Output.** A results folder (parquet parts and ``_meta.json``, :mod:`~attnxai.experiment.store`),
 one row per review: see :data:`COLUMNS`, then ``{method}__{perturbation}__{selection}__{metric}``
@@ -46,7 +47,7 @@ from .. import validate
 from ..explanation import Explanation, explain
 from ..faithfulness import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
                             SELECTIONS, TIES, agreement, evaluate)
-from ..registry import ALL_METHODS
+from ..registry import ALL_METHODS, GAME_METHODS
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
@@ -261,6 +262,10 @@ class FaithfulnessStudy(Study):
                 "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index, "
                         "logit = the explained class",
                 "limit": "theory.lime_limit(pre, text, bow=True), default settings",
+                **({"game values": "theory.shapley, theory.banzhaf (bow=True: delete, "
+                                   "bow=False: replace), theory.integrated_gradients: default "
+                                   "settings"}
+                   if set(self.methods) & set(GAME_METHODS) else {}),
                 "random": "numpy default_rng(test_index).standard_normal(n)",
                 "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
                 "backend": self.backend}

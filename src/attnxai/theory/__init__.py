@@ -9,15 +9,24 @@ this book's limit; built from :mod:`~attnxai.theory.lime_inputs`,
 :mod:`~attnxai.theory.lime_binomial`, :mod:`~attnxai.theory.lime_kernels` and
 :mod:`~attnxai.theory.lime_symbolic`; :mod:`~attnxai.theory.lime_exhaustive` computes the limit by
 brute force on short documents and maps where the closed forms hold),
-:mod:`~attnxai.theory.approximations` (the table the corpus experiment compares with LIME).
+:mod:`~attnxai.theory.approximations` (the table the corpus experiment compares with LIME);
+beyond the paper (chapter 9): :mod:`~attnxai.theory.shapley_values` (Shapley and Banzhaf values of the
+words, ``theory.shapley(pre, text, bow=...)``, ``theory.banzhaf``, the curves ``delta_j(p)``),
+:mod:`~attnxai.theory.ig_theorem` (``theory.integrated_gradients(pre, text)``), their
+SymPy derivations (:mod:`~attnxai.theory.shapley_symbolic`) and brute-force references
+(:mod:`~attnxai.theory.shapley_exhaustive`).
 """
 
-from . import approximations, gradient_theorem, lime_attention, lime_text
+from . import (approximations, gradient_theorem, ig_theorem, lime_attention, lime_text,
+               shapley_values)
 from .approximations import APPROXIMATIONS
 from .gradient_theorem import gradient_closed_form, gradient_terms, gradient_x_input
+from .ig_theorem import IntegratedGradients, integrated_gradients
 from .lime_attention import LimitApproximationWarning, lime_limit, lime_limit_heads, lime_paper
+from .shapley_values import banzhaf, banzhaf_heads, effect_curves, shapley, shapley_heads
 
-__all__ = ["APPROXIMATIONS", "LimitApproximationWarning", "approximations",
-           "gradient_closed_form", "gradient_terms",
-           "gradient_theorem", "gradient_x_input", "lime_attention", "lime_limit", "lime_limit_heads",
-           "lime_paper", "lime_text"]
+__all__ = ["APPROXIMATIONS", "IntegratedGradients", "LimitApproximationWarning", "approximations",
+           "banzhaf", "banzhaf_heads", "effect_curves", "gradient_closed_form", "gradient_terms",
+           "gradient_theorem", "gradient_x_input", "ig_theorem", "integrated_gradients",
+           "lime_attention", "lime_limit", "lime_limit_heads", "lime_paper", "lime_text", "shapley",
+           "shapley_heads", "shapley_values"]

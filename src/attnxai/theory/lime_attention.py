@@ -189,7 +189,7 @@ def _heads_by_width(model, ids, kernel_widths, *, bow, target, features, law, po
     for nu, pw in pws.items():
         key = pw.nodes.tobytes()
         if key not in effects:
-            effects[key] = profile_effects(tb, feats, removal, pw, positions=positions,
+            effects[key] = profile_effects(tb, feats, removal, pw.nodes, positions=positions,
                                            method=method, lambda_step=lambda_step, ksub=ksub)
         delta, phi = effects[key]
         beta = np.empty((tb.n_heads, delta.shape[2]))
@@ -270,7 +270,7 @@ def conditional_effects(model: AttentionClassifier | Pretrained, ids, *, bow: bo
         lambda_step, ksub)
     tokens = removal == "delete" and positions == "exact" and method == "integral"
     pw = profile_weights(tb.T - 1 if tokens else len(feats), nu, law, n_nodes)
-    delta, phi = profile_effects(tb, feats, removal, pw, positions=positions, method=method,
+    delta, phi = profile_effects(tb, feats, removal, pw.nodes, positions=positions, method=method,
                                  lambda_step=lambda_step, ksub=ksub)
     delta = np.einsum("qi,kij->kqj", pw.B, delta)
     phi = np.einsum("qi,ki->kq", pw.B, phi)

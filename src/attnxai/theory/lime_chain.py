@@ -46,7 +46,7 @@ from .lime_kernels import ChainLaw, DeleteTerms, ReplaceTerms, chain_delete, cha
 from .lime_quadrature import lambda_rule_doubling, lambda_rule_profile
 from .lime_text import SIGMA_RTOL, moments, removal_law
 
-__all__ = ["chain_gammas", "chain_profile", "delete_terms", "lime_weights",
+__all__ = ["chain_gammas", "chain_profile", "chain_sums", "delete_terms", "lime_weights",
            "replace_terms", "solve_sigma"]
 
 
@@ -92,7 +92,9 @@ def replace_terms(tb: Tables, feats: list[np.ndarray], k: int) -> dict:
     pos = np.arange(T)
     s_tok = tb.a_tok[k] + tb.b[k, pos]
     s_unk = tb.a_unk[k] + tb.b[k, pos]
-    shift = max(s_tok.max(), s_unk.max())
+    # (position 0 holds [CLS], never UNK: its UNK score must not set the scale, or every real
+    # term could underflow against it)
+    shift = max(s_tok.max(), s_unk[1:].max(initial=-np.inf))
     G, Gu = np.exp(s_tok - shift), np.exp(s_unk - shift)
     H, Hu = G * (tb.c_tok[k] + tb.r[k, pos]), Gu * (tb.c_unk[k] + tb.r[k, pos])
     g0, h0 = float(G[0]), float(H[0])
@@ -111,16 +113,22 @@ def replace_terms(tb: Tables, feats: list[np.ndarray], k: int) -> dict:
     return out
 
 
-def chain_gammas(tb: Tables, feats: list[np.ndarray], removal: str, kernel_width: float,
-                 ksub: int = 1, lambda_step: float | None = None) -> np.ndarray:
-    """``Gamma`` (K, n + 1) under lime's law for every head: ``[E[pi f], E[pi z_1 f], ...]`` over
-    the chain's steps (deletion: the T - 1 tokens; replacement: the features).
+def chain_sums(tb: Tables, feats: list[np.ndarray], removal: str, omega: np.ndarray,
+               ksub: int = 1, lambda_step: float | None = None) -> np.ndarray:
+    """The chain under a law of the kept set's size, for every head: (K, n + 1), ``[sum_m
+    omega_m A_m, on_1, ..., on_n]`` with ``A_m`` the mean output over kept sets of size ``m`` and
+    ``on_t = sum_m omega_m (m / n) B_m(t)``, ``B_m(t)`` the mean over those containing step
+    ``t`` (deletion: the T - 1 tokens; replacement: the features). ``omega`` (n + 1,): lime's law
+    (:func:`lime_weights`) for its limit, the Shapley weights for the Shapley value
+    (:func:`attnxai.theory.shapley_values.size_weights`).
 
     Deletion uses the doubling rule (``h = log(2)/ksub``); replacement uses the doubling nodes
     too, or the profile rule of step ``lambda_step`` when given."""
     K = tb.n_heads
     n = tb.T - 1 if removal == "delete" else len(feats)
-    omega = lime_weights(n, kernel_width)
+    omega = np.asarray(omega, dtype=np.float64)
+    if omega.shape != (n + 1,):
+        raise ValueError(f"omega must have shape ({n + 1},), one weight per size, got {omega.shape}")
     out = np.zeros((K, n + 1))
     dummy = np.zeros(n + 1)
     with one_blas_thread():
@@ -139,6 +147,14 @@ def chain_gammas(tb: Tables, feats: list[np.ndarray], removal: str, kernel_width
                               ChainLaw(omega, -1.0, rule.lam, rule.with_offset(tm["g0"])),
                               out[k], dummy)
     return out
+
+
+def chain_gammas(tb: Tables, feats: list[np.ndarray], removal: str, kernel_width: float,
+                 ksub: int = 1, lambda_step: float | None = None) -> np.ndarray:
+    """``Gamma`` (K, n + 1) under lime's law for every head: ``[E[pi f], E[pi z_1 f], ...]`` over
+    the chain's steps (:func:`chain_sums` with lime's weights)."""
+    n = tb.T - 1 if removal == "delete" else len(feats)
+    return chain_sums(tb, feats, removal, lime_weights(n, kernel_width), ksub, lambda_step)
 
 
 def solve_sigma(gamma: np.ndarray, kernel_width: float) -> np.ndarray:

@@ -35,7 +35,7 @@ from .lime_binomial import binomial_effects
 from .lime_chain import chain_profile, replace_terms
 from .lime_inputs import Tables, token_layout
 from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums
-from .lime_quadrature import ProfileWeights, lambda_rule_profile
+from .lime_quadrature import lambda_rule_profile
 from .lime_text import RemovalLaw
 
 __all__ = ["Effects", "EXPECTATION_METHODS", "POSITIONS", "profile_effects"]
@@ -131,14 +131,16 @@ def _delete_node_terms(tb: Tables, p: float, layout, positions: str):
     return g, h, g0, g0 * (tb.c_tok[:, 0] + tb.r[:, 0])
 
 
-def profile_effects(tb: Tables, feats: list[np.ndarray], removal: str, pw: ProfileWeights, *,
+def profile_effects(tb: Tables, feats: list[np.ndarray], removal: str, nodes: np.ndarray, *,
                     positions: str = "exact", method: str = "integral",
                     lambda_step: float = 0.7, ksub: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """``delta`` (K, n_nodes, d') and ``Phi`` (K, n_nodes) at the nodes of ``pw``. ``d'`` is the
+    """``delta`` (K, n_nodes, d') and ``Phi`` (K, n_nodes) at the kept fractions ``nodes``
+    (n_nodes,) in [0, 1] (those of a :class:`~attnxai.theory.lime_quadrature.ProfileWeights`,
+    or Gauss-Legendre nodes for the Shapley value, :mod:`~attnxai.theory.shapley_values`). ``d'`` is the
     number of features, except deletion with ``positions="exact"`` and ``method="integral"``
     (the chain), where the columns are the document's tokens."""
     K, T, d = tb.n_heads, tb.T, len(feats)
-    nodes = pw.nodes
+    nodes = np.ascontiguousarray(nodes, dtype=np.float64)
     delta = np.zeros((K, nodes.size, d))
     phi = np.zeros((K, nodes.size))
     if removal == "delete" and positions == "exact" and method == "integral":

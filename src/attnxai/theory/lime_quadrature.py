@@ -147,7 +147,9 @@ def lambda_rule_doubling(n_min: float, n_max: float, ksub: int = 1) -> LambdaRul
     ksub = int(ksub)
     h = math.log(2.0) / ksub
     lam0 = X_LOW / n_max
-    n = _count(max(int(math.ceil(math.log(X_HIGH / n_min / lam0) / h)) + 1, 4))
+    # in logs: X_HIGH / n_min alone overflows for a subnormal n_min
+    span = math.log(X_HIGH / X_LOW) + math.log(n_max) - math.log(n_min)
+    n = _count(max(int(math.ceil(span / h)) + 1, 4))
     first = lam0 * np.exp(h * np.arange(ksub))
     lam = np.array([first[l % ksub] * 2.0 ** (l // ksub) for l in range(n)])
     wts = h * lam

@@ -1,0 +1,88 @@
+"""Write the committed summaries of the agreement study that chapter 9 reads.
+
+    python book/data/make_shapley_summary.py results/shapley
+
+The argument is a results folder of ``python -m attnxai shapley-experiment`` (both modes). Writes,
+in ``book/data/``:
+
+* ``shapley_agreement.csv``: per mode (delete: words; replace: tokens), agreement measure
+  (Spearman and Kendall of the signed scores, Spearman and Pearson of their absolute values, the
+  overlap of the five largest) and pair of methods, the number of reviews, the mean and its 95 %
+  percentile bootstrap interval over reviews (1,000 resamples, seed 0), and the paired
+  differences ``agreement(alpha-avg, Shapley) - agreement(alpha-avg, m)``
+  (:func:`attnxai.experiment.shapley_corpus.agreement_table`);
+* ``shapley_checks.csv``: per mode, the closed forms' own checks over the reviews (the
+  efficiency gap of the Shapley values relative to ``|v(all) - v(empty)|``, IG's completeness
+  gap, its nodes and error estimate: median, 90th and 99th percentiles, largest) and the mean
+  wall and CPU seconds of every method per review.
+
+Every file starts with ``#`` lines (read with ``pandas.read_csv(..., comment="#")``): the command,
+the code (commit, uncommitted changes), the settings, the wall time with the jobs and the load
+average (:func:`attnxai.experiment.runs_header`), and when the summary was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def checks(df):
+    """The closed forms' checks and the times, per mode (module docstring)."""
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for mode, sub in df.groupby("mode", sort=False):
+        scale = np.maximum(np.abs(sub["logit"].to_numpy()), 1.0)
+        quantities = {
+            "|Shapley efficiency gap| / max(1, |logit|)":
+                np.abs(sub["shapley_efficiency_gap"].to_numpy()) / scale,
+            "|IG completeness gap|": np.abs(sub["ig_completeness_gap"].to_numpy()),
+            "IG nodes": sub["ig_nodes"].to_numpy(float),
+            "IG error estimate": sub["ig_error"].to_numpy(float),
+        }
+        for col in sorted(c for c in sub.columns if c.startswith("seconds__")):
+            quantities[f"seconds: {col.split('__', 1)[1]}"] = sub[col].to_numpy(float)
+        quantities["seconds: row"] = sub["seconds"].to_numpy(float)
+        quantities["CPU seconds: row"] = sub["cpu_seconds"].to_numpy(float)
+        for name, x in quantities.items():
+            rows.append({"mode": mode, "quantity": name, "n": int(np.isfinite(x).sum()),
+                         "mean": float(np.nanmean(x)), "median": float(np.nanmedian(x)),
+                         "p90": float(np.nanpercentile(x, 90)),
+                         "p99": float(np.nanpercentile(x, 99)), "max": float(np.nanmax(x))})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    from attnxai.experiment import load_results, runs_header, write_summary
+    from attnxai.experiment.shapley_corpus import agreement_table
+    from attnxai.provenance import code_label
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", help="results folder of python -m attnxai shapley-experiment")
+    ap.add_argument("--out", default=str(HERE), help="where to write (default book/data)")
+    ap.add_argument("--n-boot", type=int, default=1000)
+    args = ap.parse_args()
+    folder = Path(args.results)
+    df = load_results(folder, keys=("test_index", "mode"), sort=("rank", "mode"))
+    meta = json.loads((folder / "_meta.json").read_text())
+    header = [f"# results: {folder.name}, {df['test_index'].nunique()} test reviews, rows "
+              f"{len(df)}"]
+    header += runs_header(folder, "rows")
+    header.append(f"# settings: {json.dumps(meta, sort_keys=True)}")
+    header.append(f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} "
+                  f"by book/data/make_shapley_summary.py at {code_label()}")
+    out = Path(args.out)
+    write_summary(out / "shapley_agreement.csv", header,
+                  agreement_table(df, n_boot=args.n_boot, seed=0), "%.6g")
+    write_summary(out / "shapley_checks.csv", header, checks(df), "%.6g")
+    print(f"wrote {out / 'shapley_agreement.csv'} and {out / 'shapley_checks.csv'}")
+
+
+if __name__ == "__main__":
+    main()

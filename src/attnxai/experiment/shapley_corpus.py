@@ -1,0 +1,252 @@
+"""The agreement study of chapter 9: on test reviews, how well the explainers rank words alike:
+the Shapley and Banzhaf values (closed form), LIME (one run) and its limit, Integrated Gradients,
+GxI and alpha-avg, in both removal modes.
+
+    python -m attnxai shapley-experiment --profile paper --reviews 25000 --out results/shapley --jobs 2
+
+**What is computed.** The first ``reviews`` test reviews of the fixed random order
+(:func:`~attnxai.experiment.lime_corpus.review_order`, the order of the other studies), each in
+:func:`attnxai.normalize_for_lime` form. Per review and mode, one :func:`attnxai.explain` of the
+methods of :data:`METHODS` (LIME: 5,000 samples, width 25, ``random_state = 1000 * test_index``,
+repeat 0 of the LIME study; everything explains logit 1, as the paper). Deletion
+(``bow=True``) compares at the word level (a token score's word score is the sum over the word's
+occurrences, :mod:`attnxai.words`), replacement (``bow=False``) at the token level. For every
+pair of methods: Spearman's rho and Kendall's tau-b of the signed scores, Spearman's rho and
+Pearson's r of their absolute values (the paper's measure, Section 7: attention is never
+negative) and the overlap of their five largest ``|scores|``. Also the closed forms' own checks
+(Shapley's efficiency gap, IG's completeness gap and nodes) and the time of every method.
+
+**Output.** A results folder (parquet parts, :mod:`~attnxai.experiment.store`), one row per
+(review, mode): :data:`COLUMNS`, then ``{metric}__{a}__{b}`` for every pair (``a`` before ``b`` in
+:data:`METHODS`' order) and ``seconds__{group}``. :func:`agreement_table` gives the book's table
+(means with percentile bootstrap intervals over reviews, and paired differences).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import validate
+from ..explanation import explain
+from ..threads import single_threaded
+from .lime_corpus import ORDER_SEED, ordered_reviews
+from .runner import RunReport, Study, chunked, run, study_model, study_test_set
+from .transport import ModelRef
+
+__all__ = ["COLUMNS", "METHODS", "METRICS", "MODES", "ShapleyCorpus", "agreement_row",
+           "agreement_table", "pair_columns", "run_shapley_corpus"]
+
+#: The compared methods (the study's names) and the registry's method of each mode.
+METHODS = {
+    "Shapley": {"delete": "Shapley (delete)", "replace": "Shapley (replace)"},
+    "Banzhaf": {"delete": "Banzhaf (delete)", "replace": "Banzhaf (replace)"},
+    "LIME": {"delete": "LIME", "replace": "LIME"},
+    "LIME limit": {"delete": "LIME limit", "replace": "LIME limit"},
+    "IG": {"delete": "IG", "replace": "IG"},
+    "GxI": {"delete": "GxI", "replace": "GxI"},
+    "alpha-avg": {"delete": "alpha-avg", "replace": "alpha-avg"},
+}
+MODES = {"delete": True, "replace": False}          # mode -> lime's bow
+#: LIME's limit in each mode: replacement with lime's own law of the kept set (exact there, at the
+#: cost of the default independent-removal approximation); deletion with the defaults (exact for
+#: distinct words, the binomial positions when a word repeats: chapter 6 measures their error).
+LIMIT_SETTINGS = {"delete": {}, "replace": {"law": "lime"}}
+#: Per pair of methods: the agreement measures (module docstring).
+METRICS = ("spearman", "kendall", "spearman_abs", "pearson_abs", "top5")
+COLUMNS = {
+    "rank": "position of the review in review_order()",
+    "test_index": "index of the review in load_imdb().test",
+    "review_id": "the id in the review's file name", "label": "1 positive, 0 negative",
+    "rating": "star rating", "mode": "delete (bow=True, words) or replace (bow=False, tokens)",
+    "n_tokens": "tokens after normalising", "n_features": "words (delete) or tokens (replace)",
+    "logit": "the model's logit 1 on the review",
+    "shapley_efficiency_gap": "sum of the Shapley values - (v(all) - v(empty))",
+    "ig_completeness_gap": "sum of IG - (f(x) - f(baseline))", "ig_nodes": "IG's nodes",
+    "ig_error": "IG's error estimate", "seconds": "wall time of this row",
+    "cpu_seconds": "CPU time of this row",
+}
+
+
+def pair_columns() -> list[str]:
+    """Every ``{metric}__{a}__{b}`` column, pairs in :data:`METHODS`' order."""
+    return [f"{m}__{a}__{b}" for a, b in itertools.combinations(METHODS, 2) for m in METRICS]
+
+
+def _pair(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    from scipy.stats import kendalltau, pearsonr, spearmanr
+
+    nan = float("nan")
+    out = {}
+    flat = np.ptp(a) == 0 or np.ptp(b) == 0
+    out["spearman"] = nan if flat else float(spearmanr(a, b).statistic)
+    out["kendall"] = nan if flat else float(kendalltau(a, b).statistic)
+    aa, ab = np.abs(a), np.abs(b)
+    flat = np.ptp(aa) == 0 or np.ptp(ab) == 0
+    out["spearman_abs"] = nan if flat else float(spearmanr(aa, ab).statistic)
+    out["pearson_abs"] = nan if flat else float(pearsonr(aa, ab).statistic)
+    k = min(5, a.size)
+    top = set(np.argsort(-aa, kind="stable")[:k]) & set(np.argsort(-ab, kind="stable")[:k])
+    out["top5"] = len(top) / k
+    return out
+
+
+def agreement_row(pre: Any, text: str, *, test_index: int, mode: str, num_samples: int = 5000,
+                  kernel_width: float = 25.0) -> dict[str, Any]:
+    """The row of one review in one mode (module docstring)."""
+    from ..theory.lime_inputs import resolve, tables
+    from ..theory.shapley_values import endpoint_values
+
+    bow = MODES[validate.choice(mode, "mode", tuple(MODES))]
+    t0, c0 = time.perf_counter(), time.process_time()
+    names = {k: v[mode] for k, v in METHODS.items()}
+    from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
+
+    with warnings.catch_warnings():
+        # the study runs the defaults knowingly (its settings say which): no warning per review
+        warnings.simplefilter("ignore", LimitApproximationWarning)
+        ex = explain(pre, text, list(names.values()), target=1,
+                     settings={"LIME": {"num_samples": num_samples, "kernel_width": kernel_width,
+                                        "bow": bow, "seed": 1000 * int(test_index)},
+                               "LIME limit": LIMIT_SETTINGS[mode]})
+    scores = ex.word_scores if bow else ex.token_scores
+    S = {k: np.asarray(scores[v], dtype=np.float64) for k, v in names.items()}
+    model, ids, _ = resolve(pre, ex.text, bow, None)
+    full, empty = endpoint_values(tables(model, ids, 1), "delete" if bow else "replace")
+    ig = ex.results["IG"]
+    row: dict[str, Any] = {
+        "mode": mode, "n_tokens": len(ex.tokens), "n_features": S["Shapley"].size,
+        "logit": float(ex.logits[1]),
+        "shapley_efficiency_gap": float(S["Shapley"].sum() - (full - empty).mean()),
+        "ig_completeness_gap": ig.completeness_gap, "ig_nodes": ig.n_nodes,
+        "ig_error": ig.error}
+    for a, b in itertools.combinations(METHODS, 2):
+        for metric, value in _pair(S[a], S[b]).items():
+            row[f"{metric}__{a}__{b}"] = value
+    for group, secs in ex.seconds.items():
+        row[f"seconds__{group}"] = secs
+    row["seconds"] = time.perf_counter() - t0
+    row["cpu_seconds"] = time.process_time() - c0
+    return row
+
+
+def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, Any]]
+               ) -> list[dict[str, Any]]:
+    pre = model.load()
+    rows = []
+    with single_threaded():
+        for item in items:
+            row = agreement_row(pre, item["text"], test_index=item["test_index"],
+                                mode=item["mode"], num_samples=settings["num_samples"],
+                                kernel_width=settings["kernel_width"])
+            rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
+                                              "rating")} | row)
+    return rows
+
+
+class ShapleyCorpus(Study):
+    """The agreement study on the first ``reviews`` reviews of the test-set order, both modes
+    (module docstring)."""
+
+    key_columns = ("test_index", "mode")
+    name = "shapley-agreement"
+
+    def __init__(self, *, profile: str = "paper", reviews: int = 1000,
+                 num_samples: int = 5000, kernel_width: float = 25.0, chunk: int = 20,
+                 archive: str | None = None, modes: Sequence[str] = tuple(MODES)):
+        self.reviews = validate.positive_int(reviews, "reviews")
+        self.num_samples = validate.num_samples(num_samples)
+        self.kernel_width = validate.kernel_width(kernel_width)
+        self.chunk = validate.positive_int(chunk, "chunk")
+        self.modes = [validate.choice(m, "mode", tuple(MODES)) for m in dict.fromkeys(modes)]
+        if not self.modes:
+            raise ValueError(f"modes: choose among {list(MODES)}")
+        self.pre = study_model(profile, archive)
+        self.data = study_test_set(archive, self.reviews)
+
+    def settings(self) -> dict[str, Any]:
+        return {"profile": self.pre.config["train"]["profile"], "model": self.pre.path.name,
+                "methods": {k: v for k, v in METHODS.items()}, "metrics": list(METRICS),
+                "modes": self.modes, "target": 1, "num_samples": self.num_samples,
+                "kernel_width": self.kernel_width,
+                "lime": "fastlime.explain_instance, random_state = 1000 * test_index",
+                "levels": "delete: words (token scores summed per word); replace: tokens",
+                "closed forms": "theory.shapley, theory.banzhaf, theory.lime_limit, "
+                                "theory.integrated_gradients: default settings, except "
+                                "lime_limit(law='lime') for replacement (exact there)",
+                "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime"}
+
+    def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
+        items = []
+        for idx, item in ordered_reviews(self.data, self.reviews, self.pre.model.max_len):
+            todo = [m for m in self.modes if (idx, m) not in done]
+            if todo:
+                base = item()
+                items += [base | {"mode": m} for m in todo]
+        return chunked(items, self.chunk)
+
+    def model(self):
+        return self.pre
+
+    def task(self):
+        return functools.partial(_run_chunk, self.model_ref(),
+                                 {"num_samples": self.num_samples,
+                                  "kernel_width": self.kernel_width})
+
+
+def run_shapley_corpus(out: Any, *, profile: str = "paper", reviews: int = 1000,
+                       num_samples: int = 5000, kernel_width: float = 25.0, jobs: int = 1,
+                       scheduler: str | None = None, chunk: int = 20, archive: str | None = None,
+                       progress: bool = True, device: str = "cpu",
+                       command: Sequence[str] | None = None) -> RunReport:
+    """Run (or resume) the agreement study into ``out`` (module docstring)."""
+    study = ShapleyCorpus(profile=profile, reviews=reviews, num_samples=num_samples,
+                          kernel_width=kernel_width, chunk=chunk, archive=archive)
+    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
+               command=command)
+
+
+# ---------------------------------------------------------------- the book's table
+def agreement_table(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                    reference: str = "alpha-avg"):
+    """One row per (mode, metric, pair): ``n`` reviews, ``mean`` and its percentile bootstrap
+    interval; then, for every method ``m`` other than ``reference``, the paired difference
+    ``agreement(reference, Shapley) - agreement(reference, m)`` (rows with ``pair`` =
+    ``"{reference}: Shapley - {m}"``; the same resamples for both terms). NaN entries (a constant
+    explanation) are left out of their column."""
+    import pandas as pd
+
+    from .faithfulness import bootstrap_means
+
+    rows = []
+    for mode in MODES:
+        sub = df[df["mode"] == mode]
+        if sub.empty:
+            continue
+        for metric in METRICS:
+            cols, labels = [], []
+            for a, b in itertools.combinations(METHODS, 2):
+                cols.append(sub[f"{metric}__{a}__{b}"].to_numpy(float))
+                labels.append(f"{a} ~ {b}")
+
+            def with_ref(m):
+                a, b = sorted((reference, m), key=list(METHODS).index)
+                return sub[f"{metric}__{a}__{b}"].to_numpy(float)
+
+            for m in METHODS:
+                if m not in (reference, "Shapley"):
+                    cols.append(with_ref("Shapley") - with_ref(m))
+                    labels.append(f"{reference}: Shapley - {m}")
+            X = np.stack(cols, axis=1)
+            mean, lo, hi = bootstrap_means(X, n_boot=n_boot, seed=seed, level=level)
+            n = np.isfinite(X).sum(axis=0)
+            for lab, k, mu, a_, b_ in zip(labels, n, mean, lo, hi):
+                rows.append({"mode": mode, "metric": metric, "pair": lab, "n": int(k),
+                             "mean": mu, "ci_low": a_, "ci_high": b_})
+    return pd.DataFrame(rows)

@@ -1,0 +1,399 @@
+"""Shapley and Banzhaf values of the words of the attention classifier, in closed form.
+
+**The game.** The players are lime's features of a document (``d`` distinct words deleted with
+all their occurrences, ``bow=True``; or ``d`` positions replaced by UNK in place, ``bow=False``);
+a coalition ``S`` is the document with the features of ``S`` kept and the others removed, and its
+value ``v(S)`` is the explained logit. The Shapley value and the Banzhaf value of feature ``j``
+are ::
+
+    phi_j  = sum_{S not containing j} s! (d - 1 - s)! / d! [v(S + j) - v(S)]      (s = |S|)
+    beta_j = 2^-(d - 1) sum_{S not containing j} [v(S + j) - v(S)]
+
+**One curve, three weightings** (chapter 9). Keep every feature independently with probability
+``p``: the effect ``delta_j(p) = E[v | z_j = 1] - E[v | z_j = 0] = sum_S p^s (1 - p)^(d-1-s)
+[v(S + j) - v(S)]`` is a polynomial of degree ``d - 1`` in ``p`` (the multilinear extension,
+Owen 1972). The Beta integral ``int_0^1 p^s (1 - p)^(d-1-s) dp = s! (d-1-s)! / d!`` gives ::
+
+    phi_j = int_0^1 delta_j(p) dp,        beta_j = delta_j(1/2),
+
+and LIME's large-sample limit averages the same curve, centred, with lime's kernel-weighted law
+of ``p`` (:func:`attnxai.theory.lime_text.beta_from_effects`; :func:`weight_functions`).
+
+**Two exact routes.**
+
+* ``method="chain"``: group the coalitions by size. With ``A_m`` the mean of ``v`` over the
+  coalitions of size ``m`` and ``B_m(j)`` the mean over those of size ``m`` that contain ``j``,
+  ``phi_j = sum_{m=1}^{d-1} B_m(j) / (d - m) + v(all) / d - sum_{m=0}^{d-1} A_m / (d - m)``.
+  lime's chain (:mod:`attnxai.theory.lime_chain`) computes ``on_j = sum_m omega_m (m / d)
+  B_m(j)`` for any weights ``omega`` of the sizes; with :func:`size_weights`
+  (``omega_m = d / (m (d - m))``, ``omega_d = 1 / d``) ::
+
+      phi_j = on_j - mean_k on_k + (v(all) - v(empty)) / d
+
+  One pass of the chain, the cost of LIME's exact limit: no quadrature in ``p`` at all, only the
+  lambda rule of ``1/N`` (:mod:`attnxai.theory.lime_quadrature`), and the efficiency axiom
+  ``sum_j phi_j = v(all) - v(empty)`` holds by construction. Exact for replacement, and for
+  deletion when the document's words are distinct (the chain's state is the number of tokens
+  kept so far, which fixes every kept token's position).
+* ``method="gauss"``: ``phi_j = sum_i w_i delta_j(p_i)``, Gauss-Legendre on [0, 1]: exact with
+  ``ceil(d/2)`` nodes (the curve is a polynomial of degree ``d - 1``), and in practice far fewer
+  (the curve is smooth). ``delta_j(p)`` at a node: replacement, the product over features of
+  :func:`~attnxai.theory.lime_kernels.bernoulli_sums` (exact); deletion, the chain at fixed
+  ``p`` (distinct words, exact) or the binomial positions (a word that occurs several times,
+  :mod:`~attnxai.theory.lime_binomial`: an approximation, the only route here for such
+  documents, whose positions no count can follow).
+
+Both use the doubling rule in lambda (``ksub`` steps per octave: relative error ~1.1e-5 per
+expectation at 1, ~5e-12 at 2, ~1e-15 at 3; LIME's profile rule stops at ~1e-10).
+
+**Defaults and their errors** (measured, ``benchmarks/bench_shapley.py`` and chapter 9):
+
+* replacement: ``"gauss"`` with ``min(ceil(d/2), 25)`` nodes and ``ksub=2``: exact in ``p`` up to
+  ``d = 50``; on 255-token reviews of the trained model within about 1e-10 (relative, norm 2) of
+  the chain with ``ksub=3``, at about the cost of LIME's limit;
+* deletion with distinct words: ``"chain"`` with ``ksub=2``;
+* deletion with a repeated word: ``"gauss"``, binomial positions, 40 nodes and ``ksub=1``: within
+  a few 1e-6 of 128 nodes; the binomial approximation itself is what limits it (chapter 9
+  measures it against enumeration and against shap's permutation estimates).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import validate
+from ..model import AttentionClassifier
+from ..textmodel import Pretrained
+from ..threads import one_blas_thread
+from .lime_chain import chain_profile, chain_sums, replace_terms
+from .lime_binomial import binomial_effects
+from .lime_inputs import Tables, feature_owner, resolve, tables
+from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums
+from .lime_quadrature import lambda_rule_doubling
+from .lime_text import DEFAULT_KERNEL_WIDTH, check_kernel_width, kernel, removal_law
+
+__all__ = ["Curves", "DEFAULT_NODES", "MEASURED_ERRORS", "SHAPLEY_METHODS", "banzhaf", "banzhaf_heads",
+           "effect_curves", "endpoint_values", "gauss_nodes", "lime_weight", "shapley",
+           "shapley_heads", "size_weights", "weight_functions"]
+
+#: The routes of :func:`shapley` (module docstring).
+SHAPLEY_METHODS = ("chain", "gauss")
+#: Gauss-Legendre nodes of ``method="gauss"`` by removal (replacement: at most this many, fewer
+#: when ``ceil(d/2)`` is exact already).
+DEFAULT_NODES = {"replace": 25, "delete": 40}
+#: Steps per octave of the lambda rule (:func:`~attnxai.theory.lime_quadrature.
+#: lambda_rule_doubling`): 2 for the exact routes (relative error ~5e-12 per expectation), 1 for
+#: the binomial positions (an approximation whose own error is far larger than ksub=1's ~1e-5).
+DEFAULT_KSUB = {"exact": 2, "binomial": 1}
+#: The binomial positions' error (deletion with a repeated word) against enumeration of all
+#: coalitions, ``|approx - exact| / |exact|`` (norm 2), median and largest, on the beginnings of
+#: the paper model's test reviews (``book/data/shapley_exactness.csv``, made by
+#: ``book/data/make_shapley_peers.py``; ``tests/test_theory_shapley.py`` checks these against it).
+#: "curves": the effects at any ``p``, whose integral (Shapley) is the measured summary.
+MEASURED_ERRORS = {"Shapley": (0.014, 0.021), "Banzhaf": (0.022, 0.042)}
+MEASURED_ERRORS["curves"] = MEASURED_ERRORS["Shapley"]
+#: The positions of deletion :func:`shapley` follows (the chain's exact law; binomial).
+GAME_POSITIONS = ("exact", "binomial")
+
+
+# ---------------------------------------------------------------------- quadrature and weights
+def gauss_nodes(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on [0, 1]: (n,) each (read-only), exact for polynomials
+    of degree ``2n - 1`` (``scipy.special.roots_legendre``: asymptotic formulas beyond 150 nodes,
+    where numpy's eigenvalue route costs ``O(n^3)``)."""
+    return _gauss_nodes(validate.positive_int(n, "n_nodes"))
+
+
+@functools.lru_cache(maxsize=64)
+def _gauss_nodes(n: int) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.special import roots_legendre
+
+    x, w = roots_legendre(n)
+    x, w = (x + 1) / 2, w / 2
+    x.flags.writeable = False
+    w.flags.writeable = False
+    return x, w
+
+
+def size_weights(n: int) -> np.ndarray:
+    """The chain's weights of the coalition sizes ``m = 0..n`` for the Shapley value:
+    ``omega_m = n / (m (n - m))`` for ``0 < m < n``, ``omega_n = 1/n``, ``omega_0 = 0`` (module
+    docstring). (n + 1,) float64."""
+    n = validate.positive_int(n, "n")
+    om = np.zeros(n + 1)
+    m = np.arange(1, n, dtype=float)
+    om[1:n] = n / (m * (n - m))
+    om[n] = 1.0 / n
+    return om
+
+
+def lime_weight(p, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndarray:
+    """The density on [0, 1] with which LIME's limit (``d -> infinity``, lime's uniform number of
+    removed words) averages the centred effects ``delta_j(p) - mean_k delta_k(p)``:
+    ``pi(p) p (1 - p)`` normalised, ``pi(p) = exp(-(100 (1 - sqrt p))^2 / (2 nu^2))``
+    (:func:`attnxai.theory.lime_text.beta_from_effects`). ``nu = inf``: ``6 p (1 - p)``."""
+    nu = check_kernel_width(kernel_width)
+    p = np.asarray(p, dtype=float)
+    if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
+        raise ValueError("p must lie in [0, 1]")
+
+    def raw(q):
+        return kernel(100 * (1 - np.sqrt(q)), nu) * q * (1 - q)
+
+    x, w = gauss_nodes(200)
+    u = x                                     # p = u^2 resolves the kernel's sqrt near p = 0
+    norm = float(np.sum(w * raw(u ** 2) * 2 * u))
+    if not norm > 0:
+        raise ValueError(f"kernel_width={nu}: lime's weights underflow on (0, 1)")
+    return raw(p) / norm
+
+
+def weight_functions(d: int, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> dict[str, tuple]:
+    """The three explainers as weights on the kept fraction, for a document of ``d`` features:
+    ``{name: (p, w)}`` with ``sum w g(p)`` the explainer's average of a curve ``g``:
+    ``"Shapley"`` Gauss-Legendre on [0, 1] with ``ceil(d/2)`` nodes (uniform weight, exact for
+    the effects' degree ``d - 1``), ``"Banzhaf"`` the point ``p = 1/2``, ``"LIME"`` lime's law of
+    the kept fraction for this ``d`` weighted by ``p (1 - p)`` (``U`` of
+    :func:`~attnxai.theory.lime_quadrature.profile_weights`, applied to the centred effects)."""
+    d = validate.positive_int(d, "d")
+    law = removal_law(d, kernel_width)
+    q = law.tilted * law.p * (1 - law.p)
+    if not q.sum() > 0:
+        raise ValueError(f"d={d}: lime's weighted law of p has no mass inside (0, 1)")
+    return {"Shapley": gauss_nodes(max(1, math.ceil(d / 2))),
+            "Banzhaf": (np.array([0.5]), np.array([1.0])),
+            "LIME": (law.p.copy(), q / q.sum())}
+
+
+# ---------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class _Game:
+    tb: Tables
+    feats: list
+    removal: str
+    positions: str
+    distinct: bool
+
+
+def _game(model, ids, bow, target, features, positions, value: str) -> _Game:
+    model, arr, feats = resolve(model, ids, bow, features)
+    removal = "delete" if validate.bow(bow) else "replace"
+    distinct = all(np.asarray(f).size == 1 for f in feats)
+    if positions is None:
+        positions = "exact" if (removal == "replace" or distinct) else "binomial"
+        if positions == "binomial":
+            _warn_binomial(value)
+    validate.choice(positions, "positions", GAME_POSITIONS)
+    if removal == "delete" and model.padding == "unk":
+        raise NotImplementedError("deletion with padding='unk' (the authors' UNK padding) moves "
+                                  "the padding too; use bow=False or a masked model")
+    return _Game(tables(model, arr, target), feats, removal, positions, distinct)
+
+
+def _warn_binomial(value: str) -> None:
+    """The defaults answer deletion with a repeated word by the binomial positions: say so, with
+    the error chapter 9 measures (:data:`MEASURED_ERRORS`), as :func:`~attnxai.theory.lime_limit`
+    does for its approximations."""
+    import warnings
+
+    from ..errors import stacklevel
+    from .lime_attention import LimitApproximationWarning
+
+    med, top = MEASURED_ERRORS[value]
+    warnings.warn(
+        f"a word of this document repeats, and under deletion (bow=True) no closed form of the "
+        f"{value} values is exact: the answer uses the binomial-position approximation "
+        f"(attnxai.theory.lime_binomial); measured against all 2^d coalitions on the beginnings of "
+        f"trained reviews (chapter 9), its relative error (norm 2) had median {med:.1%} and reached "
+        f"{top:.1%}. Exact: bow=False (replacement), or enumeration "
+        f"(attnxai.theory.shapley_exhaustive) for a short text; passing positions='binomial' "
+        f"chooses the approximation without this warning",
+        LimitApproximationWarning, stacklevel=stacklevel())
+
+
+def _word_sums(cols: np.ndarray, feats: list) -> np.ndarray:
+    """(K, T - 1) per-token columns -> (K, d) per feature (sum over its tokens)."""
+    owner = feature_owner(feats, cols.shape[1] + 1)
+    return np.stack([np.bincount(owner, row, len(feats)) for row in cols])
+
+
+# ---------------------------------------------------------------------- the game's two ends
+def _replace_value(tb: Tables, kept: np.ndarray) -> np.ndarray:
+    """Every head's output (K,) on the document with the positions ``kept`` ((T,) bool, [CLS]
+    always kept) holding their words and the others UNK."""
+    T = tb.T
+    pos = np.arange(T)
+    s = np.where(kept[None], tb.a_tok + tb.b[:, pos], tb.a_unk[:, None] + tb.b[:, pos])
+    v = np.where(kept[None], tb.c_tok + tb.r[:, pos], tb.c_unk[:, None] + tb.r[:, pos])
+    s[:, 0], v[:, 0] = tb.a_tok[:, 0] + tb.b[:, 0], tb.c_tok[:, 0] + tb.r[:, 0]
+    if tb.padding == "unk":                       # the UNK fill up to max_len takes part
+        pp = np.arange(T, tb.max_len)
+        s = np.concatenate([s, tb.a_unk[:, None] + tb.b[:, pp]], axis=1)
+        v = np.concatenate([v, tb.c_unk[:, None] + tb.r[:, pp]], axis=1)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return (e * v).sum(axis=1) / e.sum(axis=1)
+
+
+def endpoint_values(tb: Tables, removal: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(v(all), v(empty))`` per head (K,) each: the document, and the document with every
+    feature removed ([CLS] alone for deletion, every word UNK for replacement)."""
+    full = _replace_value(tb, np.ones(tb.T, bool))
+    if removal == "delete":
+        return full, tb.c_tok[:, 0] + tb.r[:, 0]          # softmax over [CLS] alone
+    none = np.zeros(tb.T, bool)
+    none[0] = True
+    return full, _replace_value(tb, none)
+
+
+# ---------------------------------------------------------------------- the routes
+def _chain_shapley(g: _Game, ksub: int) -> np.ndarray:
+    """(K, d) by the size-weighted chain (module docstring)."""
+    n = g.tb.T - 1 if g.removal == "delete" else len(g.feats)
+    on = chain_sums(g.tb, g.feats, g.removal, size_weights(n), ksub)
+    full, empty = endpoint_values(g.tb, g.removal)
+    cols = on[:, 1:]
+    phi = cols - cols.mean(axis=1, keepdims=True) + ((full - empty) / n)[:, None]
+    if g.removal == "delete" and not g.distinct:   # the tokens' game, summed per word
+        return _word_sums(phi, g.feats)
+    return phi
+
+
+def _replace_effects(tb: Tables, feats: list, nodes: np.ndarray, ksub: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Replacement: ``delta`` (K, n_nodes, d) and ``Phi`` (K, n_nodes) by the product over
+    features (:func:`~attnxai.theory.lime_kernels.bernoulli_sums`) with the doubling rule in
+    lambda (its error ~5e-12 at ``ksub=2``; the profile rule of LIME's limit stops at ~1e-10)."""
+    K, d = tb.n_heads, len(feats)
+    delta, phi = np.zeros((K, nodes.size, d)), np.zeros((K, nodes.size))
+    with one_blas_thread():
+        for k in range(K):
+            tm = replace_terms(tb, feats, k)
+            rule = lambda_rule_doubling(tm["n_min"], tm["n_max"], ksub)
+            bernoulli_sums(BernoulliTerms(tm["gk"][None], tm["hk"][None], tm["gr"], tm["hr"],
+                                          tm["h0"]),
+                           ProfileNodes(nodes, rule.lam, rule.with_offset(tm["g0"])),
+                           delta[k], phi[k])
+    return delta, phi
+
+
+def _effects(g: _Game, nodes: np.ndarray, ksub: int) -> tuple[np.ndarray, np.ndarray]:
+    """``delta`` (K, n_nodes, d) per feature and ``Phi`` (K, n_nodes) at the kept fractions
+    ``nodes``."""
+    nodes = np.ascontiguousarray(nodes, dtype=float)
+    if g.removal == "replace":
+        return _replace_effects(g.tb, g.feats, nodes, ksub)
+    if g.positions == "exact":
+        delta, phi = chain_profile(g.tb, nodes, ksub)               # one column per token
+        if not g.distinct:
+            delta = np.stack([_word_sums(delta[:, i], g.feats) for i in range(nodes.size)],
+                             axis=1)
+        return delta, phi
+    return binomial_effects(g.tb, g.feats, nodes, ksub)
+
+
+def _defaults(g: _Game, method, n_nodes, ksub):
+    if method is None:
+        method = "chain" if (g.removal == "delete" and g.positions == "exact") else "gauss"
+    validate.choice(method, "method", SHAPLEY_METHODS)
+    if method == "chain" and g.removal == "delete" and g.positions != "exact":
+        raise ValueError(f"method='chain' follows the positions exactly: positions="
+                         f"{g.positions!r} needs method='gauss'")
+    d = len(g.feats)
+    if n_nodes is None:
+        cap = DEFAULT_NODES[g.removal]
+        n_nodes = min(max(1, math.ceil(d / 2)), cap) if g.removal == "replace" else cap
+    n_nodes = validate.positive_int(n_nodes, "n_nodes")
+    if ksub is None:
+        ksub = DEFAULT_KSUB["binomial" if g.positions == "binomial" else "exact"]
+    return method, n_nodes, validate.positive_int(ksub, "ksub")
+
+
+# ---------------------------------------------------------------------- public
+def shapley_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
+                  target: int = 1, features=None, positions: str | None = None,
+                  method: str | None = None, n_nodes: int | None = None, ksub: int | None = None) -> np.ndarray:
+    """:func:`shapley` of each head's own output: (K, d); their mean over heads is
+    :func:`shapley` (the Shapley value is linear in the game)."""
+    g = _game(model, ids, bow, target, features, positions, "Shapley")
+    method, n_nodes, ksub = _defaults(g, method, n_nodes, ksub)
+    if method == "chain":
+        return _chain_shapley(g, ksub)
+    nodes, w = gauss_nodes(n_nodes)
+    delta, _ = _effects(g, nodes, ksub)
+    return np.einsum("i,kij->kj", w, delta)
+
+
+def shapley(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, target: int = 1,
+            features=None, positions: str | None = None, method: str | None = None,
+            n_nodes: int | None = None, ksub: int | None = None) -> np.ndarray:
+    """The Shapley values of lime's features for the logit ``target``: (d,) float64.
+
+    Inputs as :func:`attnxai.theory.lime_limit`: ``shapley(pre, text)`` (a text in
+    :func:`attnxai.normalize_for_lime` form) gives one value per word of
+    ``fastlime.explain_instance(pre, text).words``, in that order; ``shapley(pre.model, ids)``
+    one per distinct id (or per group of ``features``, a partition of positions 1..T-1).
+    ``bow=True`` deletes a word with all its occurrences, ``bow=False`` replaces positions by UNK.
+
+    ``method``: ``"chain"`` (exact in ``p``) or ``"gauss"`` (``n_nodes`` Gauss-Legendre nodes in
+    ``p``); ``positions`` (deletion): ``"exact"`` or ``"binomial"``; ``ksub``: the lambda rule's
+    steps per octave. Defaults and their measured errors
+    in the module docstring. ``sum(phi) = v(all) - v(empty)`` (the efficiency axiom): by
+    construction with the chain, to the quadrature's error with Gauss.
+    """
+    return shapley_heads(model, ids, bow=bow, target=target, features=features,
+                         positions=positions, method=method, n_nodes=n_nodes,
+                         ksub=ksub).mean(axis=0)
+
+
+def banzhaf_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
+                  target: int = 1, features=None, positions: str | None = None,
+                  ksub: int | None = None) -> np.ndarray:
+    """:func:`banzhaf` of each head's own output: (K, d)."""
+    g = _game(model, ids, bow, target, features, positions, "Banzhaf")
+    _, _, ksub = _defaults(g, "gauss", 1, ksub)
+    delta, _ = _effects(g, np.array([0.5]), ksub)
+    return delta[:, 0]
+
+
+def banzhaf(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, target: int = 1,
+            features=None, positions: str | None = None, ksub: int | None = None) -> np.ndarray:
+    """The Banzhaf values ``delta_j(1/2)`` of lime's features: (d,) float64 (inputs and
+    settings as :func:`shapley`; exact for replacement and for deletion of distinct words, the
+    binomial positions for deletion with a repeated word)."""
+    return banzhaf_heads(model, ids, bow=bow, target=target, features=features,
+                         positions=positions, ksub=ksub).mean(axis=0)
+
+
+@dataclass
+class Curves:
+    """The effects at kept fractions ``p`` (n_p,): ``delta`` (n_p, d) and ``phi`` (n_p,) (the
+    mean output ``E[v]``) averaged over heads, and per head (``delta_heads`` (K, n_p, d),
+    ``phi_heads`` (K, n_p)); ``features``: the positions of each column."""
+
+    p: np.ndarray
+    delta: np.ndarray
+    phi: np.ndarray
+    delta_heads: np.ndarray
+    phi_heads: np.ndarray
+    features: list = field(default_factory=list)
+
+
+def effect_curves(model: AttentionClassifier | Pretrained, ids, p, *, bow: bool = True,
+                  target: int = 1, features=None, positions: str | None = None,
+                  ksub: int | None = None) -> Curves:
+    """``delta_j(p) = E[v | z_j = 1] - E[v | z_j = 0]`` and ``E[v]`` at the kept fractions ``p``
+    (every feature kept independently with probability ``p``; inputs and settings as
+    :func:`shapley`): the curve whose integral is the Shapley value, whose value at 1/2 is the
+    Banzhaf value and whose lime-weighted, centred average is LIME's limit."""
+    g = _game(model, ids, bow, target, features, positions, "curves")
+    _, _, ksub = _defaults(g, "gauss", 1, ksub)
+    p = np.atleast_1d(np.asarray(p, dtype=float))
+    if p.ndim != 1 or p.size == 0 or np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
+        raise ValueError("p must be a non-empty 1-D array of kept fractions in [0, 1]")
+    delta, phi = _effects(g, p, ksub)
+    return Curves(p, delta.mean(axis=0), phi.mean(axis=0), delta, phi,
+                  [np.asarray(f) for f in g.feats])

@@ -1,0 +1,101 @@
+"""The agreement study of chapter 9 (experiment.shapley_corpus) and its summary script, on the
+quick model: rows against a direct computation, resuming, the table's shape and paired
+differences."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import load_script, make_tiny, tiny_text
+from scipy.stats import spearmanr
+
+from attnxai import theory
+from attnxai.experiment import load_results, review_order
+from attnxai.experiment import shapley_corpus as SC
+from attnxai.experiment.lime_corpus import review_text
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, quick_model):
+    out = tmp_path_factory.mktemp("shapley") / "run"
+    report = SC.run_shapley_corpus(out, profile="quick", reviews=3, num_samples=200, chunk=2,
+                                   progress=False)
+    return out, report
+
+
+def test_rows_resume_and_table(small_run, quick_model, imdb):
+    out, report = small_run
+    assert (report.computed, report.skipped) == (6, 0)                 # 3 reviews x 2 modes
+    df = load_results(out, keys=("test_index", "mode"), sort=("rank", "mode"))
+    order = review_order(len(imdb.test))[:3].tolist()
+    assert sorted(set(df["test_index"])) == sorted(order) and set(df["mode"]) == set(SC.MODES)
+    assert set(SC.pair_columns()) <= set(df.columns)
+    row = df[(df["test_index"] == order[0]) & (df["mode"] == "replace")].iloc[0]
+    text = review_text(imdb, order[0], quick_model.model.max_len)
+    phi = theory.shapley(quick_model, text, bow=False)
+    ig = theory.integrated_gradients(quick_model, text)
+    assert row["spearman__Shapley__IG"] == pytest.approx(spearmanr(phi, ig.tokens).statistic,
+                                                         abs=1e-9)
+    assert abs(row["ig_completeness_gap"]) < 1e-9 and row["ig_nodes"] == ig.n_nodes
+    assert abs(row["shapley_efficiency_gap"]) < 1e-8                   # replacement: exact
+    meta = json.loads((out / "_meta.json").read_text())
+    assert meta["num_samples"] == 200 and meta["modes"] == list(SC.MODES)
+    again = SC.run_shapley_corpus(out, profile="quick", reviews=4, num_samples=200, chunk=2,
+                                  progress=False)
+    assert (again.computed, again.skipped) == (2, 6)
+    df = load_results(out, keys=("test_index", "mode"), sort=("rank", "mode"))
+    table = SC.agreement_table(df, n_boot=50)
+    n_pairs = len(SC.METHODS) * (len(SC.METHODS) - 1) // 2
+    assert len(table) == 2 * len(SC.METRICS) * (n_pairs + len(SC.METHODS) - 2)
+    sub = df[df["mode"] == "delete"]
+    diff = table[(table["mode"] == "delete") & (table["metric"] == "spearman")
+                 & (table["pair"] == "alpha-avg: Shapley - LIME")]["mean"].item()
+    assert diff == pytest.approx((sub["spearman__Shapley__alpha-avg"]
+                                  - sub["spearman__LIME__alpha-avg"]).mean())
+
+
+def test_summary_script(small_run, tmp_path):
+    out, _ = small_run
+    mod = load_script("book/data/make_shapley_summary.py")
+    import sys
+
+    argv = sys.argv
+    sys.argv = ["make_shapley_summary.py", str(out), "--out", str(tmp_path), "--n-boot", "20"]
+    try:
+        mod.main()
+    finally:
+        sys.argv = argv
+    import pandas as pd
+
+    text = (tmp_path / "shapley_agreement.csv").read_text()
+    assert text.startswith("# results:") and "# command: python -m attnxai shapley-experiment" not in text
+    agree = pd.read_csv(tmp_path / "shapley_agreement.csv", comment="#")
+    checks = pd.read_csv(tmp_path / "shapley_checks.csv", comment="#")
+    assert set(agree["mode"]) == {"delete", "replace"} and agree["n"].max() == 4
+    q = checks.set_index(["mode", "quantity"])
+    assert q.loc[("replace", "|Shapley efficiency gap| / max(1, |logit|)"), "max"] < 1e-8
+
+
+def test_one_row_on_a_tiny_model():
+    pre = make_tiny(max_len=40, seed=1)
+    text = tiny_text(30, seed=1, unknown=False)
+    row = SC.agreement_row(pre, text, test_index=7, mode="delete", num_samples=100)
+    assert row["n_features"] == len(set(text.split())) and row["mode"] == "delete"
+    assert all(-1 - 1e-12 <= row[c] <= 1 + 1e-12 for c in SC.pair_columns()
+               if np.isfinite(row[c]))
+    with pytest.raises(ValueError, match="mode"):
+        SC.agreement_row(pre, text, test_index=7, mode="swap")
+
+
+def test_command_line(tmp_path, quick_model, capsys):
+    from attnxai.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["shapley-experiment", "--profile", "quick", "--reviews", "2", "--num-samples",
+                 "100", "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "4 rows computed" in text and "alpha-avg: Shapley - LIME" in text
+    runs = (out / "_runs.jsonl").read_text()
+    assert '"shapley-experiment"' in runs
