@@ -294,6 +294,42 @@ def test_a_fifo_or_a_folder_in_place_of_a_part_or_the_settings_is_refused(tmp_pa
         run(Squares(), out, progress=False)
 
 
+@pytest.mark.timeout(120)
+def test_a_fifo_in_place_of_the_run_log_is_refused_before_computing(tmp_path):
+    """Before: a FIFO in place of `_runs.jsonl` let the run compute every row, then blocked it
+    forever when it logged itself."""
+    out = tmp_path / "r"
+    run(Squares(), out, progress=False)
+    (out / "_runs.jsonl").unlink()
+    os.mkfifo(out / "_runs.jsonl")
+    store.parts(out)[0].unlink()                              # rows left to compute
+    computed = []
+
+    class Spy(Squares):
+        def task(self):
+            return lambda items: computed.append(items) or _squares(items)
+
+    with pytest.raises(store.DamagedResults, match=r"_runs.jsonl \(the folder's run log\) is a "
+                                                   r"FIFO .*rm .*the rows are kept"):
+        run(Spy(), out, progress=False)
+    assert not computed
+
+
+def test_a_moved_folder_s_damaged_part_names_the_command_for_where_it_is(results, tmp_path):
+    """Before: the command that redoes a damaged part was the logged one, whose --out named the
+    folder where it ran, not the copy (or moved folder) being read: rerunning it wrote there."""
+    import shutil
+
+    out = _restore(results)
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    part = store.parts(moved)[0]
+    part.write_bytes(part.read_bytes()[:-40])
+    with pytest.raises(store.DamagedResults) as err:
+        store.load_results(moved, keys=("i",))
+    assert f"rerun `attnxai squares --out {shlex.quote(str(moved))}`" in str(err.value)
+
+
 # ====================================================================== checkpoints
 def tiny_pretrained(seed: int = 0) -> attnxai.Pretrained:
     from attnxai import AttentionClassifier, Vocab
@@ -335,6 +371,7 @@ def test_a_deleted_manifest_no_longer_turns_verification_off(cached, capsys):
     assert cli.main(["info", "--profile", "quick"]) == 2
     err = capsys.readouterr().err
     assert "attnxai adopt" in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert "Otherwise, rebuild it: delete the cached model (rm -rf " in err
     assert not (cached / MANIFEST).exists()
 
 
@@ -345,11 +382,23 @@ def test_save_never_deletes_a_folder_it_does_not_recognise(tmp_path):
     (folder / "sub").mkdir(parents=True)
     (folder / "thesis.tex").write_text("\\documentclass{article}")
     (folder / "sub" / "notes.md").write_text("notes")
-    with pytest.raises(CheckpointError, match=r"holds files that are not a checkpoint's \(sub, "
+    with pytest.raises(CheckpointError, match=r"holds files that are not a checkpoint's \(sub/, "
                                               r"thesis.tex\).*nothing was changed"):
         checkpoint.save(tiny_pretrained(), folder)
     assert (folder / "thesis.tex").read_text() == "\\documentclass{article}"
     assert (folder / "sub" / "notes.md").read_text() == "notes"
+    own = tmp_path / "project"                                # a checkpoint's names, not one
+    own.mkdir()
+    (own / "config.json").write_text('{"my": "project settings"}')
+    with pytest.raises(CheckpointError, match="is not recognised as an attnxai checkpoint"):
+        checkpoint.save(tiny_pretrained(), own)
+    assert (own / "config.json").read_text() == '{"my": "project settings"}'
+    named = tmp_path / "named"                                # a folder called config.json
+    (named / "config.json").mkdir(parents=True)
+    (named / "config.json" / "data.txt").write_text("precious")
+    with pytest.raises(CheckpointError, match=r"not a checkpoint's \(config.json/\)"):
+        checkpoint.save(tiny_pretrained(), named)
+    assert (named / "config.json" / "data.txt").read_text() == "precious"
     empty = tmp_path / "empty"
     empty.mkdir()
     checkpoint.save(tiny_pretrained(), empty)                 # an empty folder is filled
@@ -504,6 +553,20 @@ def test_the_memory_budget_is_a_setting(monkeypatch, setting, ok):
     else:
         with pytest.raises(OverBudget, match=re.escape(f"${BUDGET_ENV}={setting}")):
             fastlime.explain_instance(pre, "good bad film", num_samples=50_000)
+
+
+def test_too_many_local_workers_are_refused_before_any_starts(tmp_path, monkeypatch, capsys):
+    """Before: `--jobs 1000` was taken as given: a spawned process per waiting chunk (about 0.5
+    GB each: its own torch and model), up to 1000 of them on a machine of 2 cores."""
+    monkeypatch.setenv(BUDGET_ENV, "2G")
+    with pytest.raises(OverBudget, match=r"5 local worker processes .* more than the budget "
+                                         r".*use fewer --jobs"):
+        open_workers(jobs=5)
+    assert open_workers(jobs=3).n == 3                        # 1.5 GiB: within it, not started
+    out = tmp_path / "r"
+    with pytest.raises(OverBudget):
+        run(Squares(), out, jobs=100, progress=False)
+    assert not out.exists()
 
 
 def test_a_budget_that_is_no_size_is_refused(monkeypatch):
@@ -673,9 +736,25 @@ def test_any_os_error_is_one_line_and_debug_keeps_the_traceback(tiny_cli, monkey
 
     monkeypatch.setattr(attnxai.explanation, "explain", full)
     assert cli.main(["explain", "a good film"]) == 2
-    assert "No space left on device" in _one_line(capsys)
+    line = _one_line(capsys)
+    assert "No space left on device: /tmp/x (the system refused this file or folder: check" in line
+    assert cli.main(["notebooks", "--out", str(_unwritable() / "nb")]) == 2
+    assert f"{_unwritable() / 'nb'} (the system refused" in _one_line(capsys)
     with pytest.raises(OSError):
         cli.main(["--debug", "explain", "a good film"])
+
+
+@pytest.mark.timeout(120)
+def test_an_archive_that_is_no_file_is_called_so(tmp_path):
+    """Before: `--archive /dev/zero` (or a folder) was "IMDb archive not found", though it is
+    there."""
+    from attnxai.data import DataError, archive_path
+
+    for where in ("/dev/zero", str(tmp_path)):
+        with pytest.raises(DataError, match=f"IMDb archive not a regular file: {where} "):
+            archive_path(where)
+    with pytest.raises(DataError, match="IMDb archive not found"):
+        archive_path(str(tmp_path / "none.tar.gz"))
 
 
 # ====================================================================== the API
@@ -743,6 +822,26 @@ def test_lime_limit_says_when_it_answers_with_an_approximation():
         with pytest.raises(ValueError, match="no word of 'zork blarg zork' is in the model's "
                                              "vocabulary"):
             fn("zork blarg zork")
+
+
+def test_the_exact_limit_the_warning_names_takes_what_lime_limit_takes():
+    """Before: the approximation warning sends the user to `lime_exhaustive.exact_limit`, which
+    took only (model, ids): `exact_limit(pre, text)` raised an IndexError, and a target the model
+    does not have another IndexError."""
+    from attnxai.theory.lime_exhaustive import exact_limit
+
+    pre = make_tiny()
+    exact = exact_limit(pre, "good film good plot")
+    assert exact.shape == (3,) and np.all(np.isfinite(exact))        # good, film, plot
+    with pytest.warns(theory.LimitApproximationWarning):
+        approx = theory.lime_limit(pre, "good film good plot")
+    assert approx.shape == exact.shape and not np.allclose(approx, exact, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(exact_limit(pre, "good bad film"),         # the chain, fine
+                               theory.lime_limit(pre, "good bad film", ksub=2), rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="target class 7 does not exist"):
+        exact_limit(pre, "good bad film", target=7)
+    with pytest.raises(ValueError, match="no word of 'zork blarg' is in the model's vocabulary"):
+        exact_limit(pre, "zork blarg")
 
 
 @pytest.mark.parametrize("bow", [True, False])

@@ -160,19 +160,38 @@ def _clean_stale(parent: Path, name: str) -> list[Path]:
     return removed
 
 
+def _looks_like_a_checkpoint(path: Path) -> bool:
+    """Whether the folder's ``manifest.json`` or ``config.json`` is one attnxai writes (names
+    alone do not tell a checkpoint from a user's folder holding a ``config.json`` of its own)."""
+    for name, keys in ((MANIFEST, ("manifest_version", "files")),
+                       ("config.json", ("arch", "model"))):
+        try:
+            doc = json.loads(_files.read_small_file(path / name))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and all(k in doc for k in keys):
+            return True
+    return False
+
+
 def _check_replaceable(path: Path) -> None:
     """Refuse to replace a folder that holds anything but a checkpoint's files (a save replaces
-    the folder whole: what else it held would be deleted)."""
+    the folder whole: what else it held would be deleted): every entry a file of a checkpoint's
+    name (not a folder so named), and the folder recognised by its manifest or config."""
     if not path.is_dir():
         return
     ours = {*_FILES, MANIFEST, ORIGIN}
-    other = sorted(p.name for p in path.iterdir() if p.name not in ours)
+    entries = list(path.iterdir())
+    other = sorted(p.name + ("/" if p.is_dir() and not p.is_symlink() else "") for p in entries
+                   if p.name not in ours or (p.is_dir() and not p.is_symlink()))
+    refuse = ("saving replaces the folder whole, so it refuses to replace this one (nothing was "
+              "changed). Save into a new or empty folder, or into an existing checkpoint folder")
     if other:
         shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
-        raise CheckpointError(f"{path} holds files that are not a checkpoint's ({shown}): saving "
-                              "replaces the folder whole, so it refuses to replace this one "
-                              "(nothing was changed). Save into a new or empty folder, or into an "
-                              "existing checkpoint folder")
+        raise CheckpointError(f"{path} holds files that are not a checkpoint's ({shown}): {refuse}")
+    if entries and not _looks_like_a_checkpoint(path):
+        raise CheckpointError(f"{path} is not recognised as an attnxai checkpoint (neither its "
+                              f"{MANIFEST} nor its config.json is one attnxai writes): {refuse}")
 
 
 def save(pre: Pretrained, path: str | os.PathLike) -> Path:
@@ -423,12 +442,13 @@ def _unverified(path: Path, files: dict[str, bytes]) -> CheckpointError:
         profile = json.loads(files["config.json"])["train"]["profile"]
     except Exception:  # noqa: BLE001 - only for the hint
         pass
+    hint = rebuild_hint(path, profile)
     return CheckpointError(
         f"checkpoint {path} has no {MANIFEST}, so its files cannot be verified (it was saved by an "
         "attnxai older than checkpoint verification, or its manifest was deleted). If you trust "
         f"its files as they are, adopt it: `python -m attnxai adopt {shlex.quote(str(path))}` "
         "(it checks everything that needs no manifest, then records the files' sha256). "
-        f"Otherwise: {rebuild_hint(path, profile)}")
+        f"Otherwise, {hint[0].lower()}{hint[1:]}")
 
 
 def load(path: str | os.PathLike, *, dtype: torch.dtype = torch.float32) -> Pretrained:

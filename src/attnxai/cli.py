@@ -711,8 +711,17 @@ def _one_line(exc: BaseException) -> str:
         return ("out of memory: the request needs more memory than this machine has free (lower "
                 "--num-samples or --reviews, or set ATTNXAI_MEMORY_BUDGET to have such requests "
                 "refused before they start)")
+    if type(exc) in _BARE_OS_ERRORS and exc.strerror and exc.filename is not None:
+        # the system's own words name no cure: say which path it refused and what to check
+        return (f"{exc.strerror}: {exc.filename} (the system refused this file or folder: check "
+                "that the path is right, that you may write there and that the disk has room)")
     text = str(exc) or type(exc).__name__
     return " ".join(text.split()) if "\n" in text else text
+
+
+#: The OSError types the system raises as they are (the package's own carry their messages).
+_BARE_OS_ERRORS = (OSError, PermissionError, FileNotFoundError, FileExistsError,
+                   IsADirectoryError, NotADirectoryError)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -172,8 +172,9 @@ def archive_path(archive: str | os.PathLike | None = None, *, verify: bool = Tru
         return download_imdb()
     path = Path(archive).expanduser()
     if not path.is_file():
+        what = "not found" if not path.exists() else "not a regular file"
         raise DataError(
-            f"IMDb archive not found: {path} (from the {source}). Point {ENV_ARCHIVE} at "
+            f"IMDb archive {what}: {path} (from the {source}). Point {ENV_ARCHIVE} at "
             "aclImdb_v1.tar.gz, or unset it to download the official archive."
         )
     if verify:

@@ -218,6 +218,8 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     jobs = validate.integer(jobs, "jobs")
     if jobs == 0 or jobs < -1:
         raise ValueError(f"jobs must be a positive int (or -1 for all cores), got {jobs}")
+    if scheduler is None and jobs > 1:
+        LocalPool.check_memory(jobs)                 # before the model and the data are read
     if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
         raise TypeError(f"scheduler must be an address string, got {scheduler!r}")
     device = _device(device, scheduler)

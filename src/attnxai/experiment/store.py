@@ -44,8 +44,8 @@ from ..files import TMP_PREFIX, atomic_write, probe_writable, writer_lock
 
 __all__ = ["CHECKSUM_KEY", "DamagedResults", "ResultsBusy", "TIMING_COLUMNS", "adopt",
            "check_meta", "content_digest", "done_keys", "hold", "load_results", "log_run",
-           "parts", "prepare", "read_frame", "read_part", "rewrite_part", "rows_digest", "runs", "write_meta",
-           "write_part"]
+           "parts", "prepare", "read_frame", "read_part", "rewrite_part", "rows_digest", "runs",
+           "write_meta", "write_part"]
 
 META = "_meta.json"
 RUNS = "_runs.jsonl"
@@ -165,6 +165,22 @@ def rewrite_part(part: Path, frame) -> Path:
     return _write_frame(Path(part), frame)
 
 
+def _with_out(command: list[str], out: Path) -> list[str]:
+    """``command`` with its ``--out`` naming ``out`` (the folder may have been moved or copied
+    since the command ran, or the command may have named it relative to another folder)."""
+    cmd = [str(a) for a in command]
+    for i, arg in enumerate(cmd):
+        if arg == "--out" and i + 1 < len(cmd):
+            value, at = cmd[i + 1], i + 1
+        elif arg.startswith("--out="):
+            value, at = arg[len("--out="):], i
+        else:
+            continue
+        if Path(value).expanduser().absolute() != out.absolute():
+            cmd[at] = str(out) if at == i + 1 else f"--out={out}"
+    return cmd
+
+
 def _redo_hint(part: Path) -> str:
     """How to recompute a part's rows: delete it and rerun the folder's last command."""
     out = part.parent
@@ -172,7 +188,7 @@ def _redo_hint(part: Path) -> str:
         logged = [r.get("command") for r in runs(out) if r.get("command")]
     except (OSError, ValueError):
         logged = []
-    rerun = (f"rerun `{shlex.join(logged[-1])}`" if logged else
+    rerun = (f"rerun `{shlex.join(_with_out(logged[-1], out))}`" if logged else
              f"rerun the command that wrote {out} (its settings are in {META})")
     return (f"delete it (rm {shlex.quote(str(part))}) and {rerun}: it computes that part's rows "
             "again and keeps the others")
@@ -340,6 +356,8 @@ def hold(out: Path, settings: dict[str, Any],
         raise ResultsBusy(f"{out} is being written by {_holder(out)}, {why}") from None
     try:
         check_meta(out, settings)
+        if out.is_dir():
+            check_log(out)
         for stale in out.glob(f"{TMP_PREFIX}*") if out.is_dir() else ():
             if stale.is_file() or stale.is_symlink():     # killed writers' (we hold the lock)
                 stale.unlink(missing_ok=True)
@@ -388,8 +406,31 @@ def log_run(out: Path, record: dict[str, Any]) -> None:
 
     line = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": host(), "attnxai": package_version(), **record}
-    with open(Path(out) / RUNS, "a", encoding="utf-8") as fh:
+    check_log(Path(out))
+    # non-blocking: a FIFO put in its place since the check is refused, not waited on
+    fd = os.open(Path(out) / RUNS, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                 | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0), 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        check_log(Path(out), os.fstat(fd).st_mode)
         fh.write(json.dumps(line, default=str) + "\n")
+
+
+def check_log(out: Path, mode: int | None = None) -> None:
+    """Refuse a run log (``_runs.jsonl``) that is not a regular file (a FIFO there would block
+    the run at its end, a device would take the lines): before anything is computed."""
+    import stat
+
+    from ..files import _kind
+
+    if mode is None:
+        try:
+            mode = os.stat(out / RUNS).st_mode
+        except FileNotFoundError:
+            return
+    if not stat.S_ISREG(mode):
+        raise DamagedResults(f"{out / RUNS} (the folder's run log) is {_kind(mode)}, not a "
+                             f"regular file: remove it (rm {shlex.quote(str(out / RUNS))}; the "
+                             "rows are kept) and rerun this command")
 
 
 def runs(out: str | os.PathLike) -> list[dict[str, Any]]:

@@ -21,8 +21,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .. import validate
 from ..model import AttentionClassifier
+from ..textmodel import Pretrained
 from .lime_attention import document_features, lime_limit
+from .lime_inputs import resolve
 from .lime_text import DEFAULT_KERNEL_WIDTH, beta_exact
 
 __all__ = ["APPROXIMATION_KWARGS", "default_errors", "exact_limit", "perturbed_outputs",
@@ -68,11 +71,15 @@ def _double(model: AttentionClassifier) -> AttentionClassifier:
     return copy.deepcopy(model).double().eval()
 
 
-def exact_limit(model: AttentionClassifier, ids, features=None, *, bow: bool = True,
+def exact_limit(model: AttentionClassifier | Pretrained, ids, features=None, *, bow: bool = True,
                 kernel_width: float = DEFAULT_KERNEL_WIDTH, target: int = 1) -> np.ndarray:
-    """LIME's limit by enumerating the ``2^d`` perturbations (``d`` features, at most 20)."""
-    ids = np.asarray(ids)
-    feats = features if features is not None else document_features(ids[1:].tolist(), bow)
+    """LIME's limit by enumerating the ``2^d`` perturbations (``d`` features, at most 20). Takes
+    what :func:`~attnxai.theory.lime_limit` takes (a Pretrained and a text, coefficients in
+    ``fastlime.explain_instance(pre, text).words`` order; or the model and ids, with
+    ``features``), checked the same way."""
+    model, ids, feats = resolve(model, ids, bow, features)
+    bow = validate.bow(bow)
+    target = validate.target(target, model.n_classes)
     return beta_exact(lambda Z: perturbed_outputs(model, ids, feats, Z, bow, target),
                       len(feats), kernel_width)[1]
 
