@@ -196,6 +196,29 @@ def _adopt_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- corpus studies
+_OUT_HELP = "results folder (parquet parts; rerun the same command to resume)"
+_SCHEDULER_HELP = ("run on a Dask cluster: its scheduler's address, e.g. tcp://host:8786, or "
+                   "scheduler file (pip install 'attnxai[dask]'; the book's page 'Run it on a "
+                   "cluster')")
+
+
+def _study_args(p: argparse.ArgumentParser, *, chunk: int, unit: str = "reviews",
+                scheduler: bool = True, device_help: str = "where the workers run the model "
+                                                           "(default cpu; e.g. cuda)") -> None:
+    """The options every resumable corpus study shares (its runner's): where the rows go, how
+    many processes or which cluster compute them, the model's device, the data, the progress
+    bar."""
+    p.add_argument("--out", required=True, help=_OUT_HELP)
+    p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
+    if scheduler:
+        p.add_argument("--scheduler", default=None, help=_SCHEDULER_HELP)
+    p.add_argument("--chunk", type=int, default=chunk, help=f"{unit} per task (default {chunk})")
+    p.add_argument("--device", default="cpu", help=device_help)
+    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
+    p.add_argument("--no-progress", action="store_true")
+
+
 # ---------------------------------------------------------------- lime-experiment
 def _lime_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper", help="trained model to explain (paper or quick)")
@@ -207,21 +230,10 @@ def _lime_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-samples", type=int, default=5000)
     p.add_argument("--kernel-width", type=float, default=25.0)
     p.add_argument("--mask-string", default="UNK", help="bow=false replacement (default UNK)")
-    p.add_argument("--out", required=True,
-                   help="results folder (parquet parts; rerun the same command to resume)")
-    p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
-    p.add_argument("--scheduler", default=None,
-                   help="run on a Dask cluster: its scheduler's address, e.g. tcp://host:8786, or "
-                        "scheduler file (pip install 'attnxai[dask]'; the book's page 'Run it on "
-                        "a cluster')")
-    p.add_argument("--device", default="cpu",
-                   help="where the workers put the model: cpu (default), cuda, cuda:N or mps "
-                        "(used by lime's generic, batched path)")
-    p.add_argument("--chunk", type=int, default=20, help="reviews per task (default 20)")
     p.add_argument("--approximations", default=None,
                    help="comma-separated names to compare (default: all; 'none')")
-    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
-    p.add_argument("--no-progress", action="store_true")
+    _study_args(p, chunk=20, device_help="where the workers put the model: cpu (default), cuda, "
+                                         "cuda:N or mps (used by lime's generic, batched path)")
 
 
 def _lime_run(args: argparse.Namespace) -> int:
@@ -253,8 +265,6 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper", help="trained model to explain (paper or quick)")
     p.add_argument("--reviews", type=int, default=1000,
                    help="first N reviews of the seeded test-set order (default 1000)")
-    p.add_argument("--out", required=True,
-                   help="results folder (parquet parts; rerun the same command to resume)")
     p.add_argument("--methods", default=None,
                    help="comma-separated explainers (default: every method of "
                         "attnxai.registry.METHODS: the seven of Figure 1, then alpha x s, "
@@ -269,14 +279,7 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="auto", choices=["auto", "fast", "model"],
                    help="how perturbed documents are evaluated (default auto: the float64 "
                         "projections of the single-layer model)")
-    p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
-    p.add_argument("--scheduler", default=None,
-                   help="Dask scheduler address, e.g. tcp://host:8786 (pip install attnxai[dask])")
-    p.add_argument("--chunk", type=int, default=10, help="reviews per task (default 10)")
-    p.add_argument("--device", default="cpu",
-                   help="where the workers run the model (default cpu; e.g. cuda)")
-    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
-    p.add_argument("--no-progress", action="store_true")
+    _study_args(p, chunk=10)
 
 
 def _faith_run(args: argparse.Namespace) -> int:
@@ -313,15 +316,7 @@ def _shapley_args(p: argparse.ArgumentParser) -> None:
                    help="first N reviews of the seeded test-set order (default 1000; 25000: all)")
     p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
     p.add_argument("--kernel-width", type=float, default=25.0)
-    p.add_argument("--out", required=True,
-                   help="results folder (parquet parts; rerun the same command to resume)")
-    p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
-    p.add_argument("--scheduler", default=None,
-                   help="Dask scheduler address, e.g. tcp://host:8786 (pip install attnxai[dask])")
-    p.add_argument("--chunk", type=int, default=20, help="rows per task (default 20)")
-    p.add_argument("--device", default="cpu", help="where the workers run the model")
-    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
-    p.add_argument("--no-progress", action="store_true")
+    _study_args(p, chunk=20, unit="rows (a review in one mode)")
 
 
 def _shapley_run(args: argparse.Namespace) -> int:
@@ -510,13 +505,7 @@ def _layer_lime_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="bf16", choices=["bf16", "fp32"],
                    help="weights that evaluate LIME's perturbed texts (default bf16; attention "
                         "and gradients always use the float32 model)")
-    p.add_argument("--out", required=True,
-                   help="results folder (parquet parts; rerun the same command to resume)")
-    p.add_argument("--jobs", type=int, default=1, help="processes (default 1; -1 = all cores)")
-    p.add_argument("--chunk", type=int, default=5, help="reviews per task (default 5)")
-    p.add_argument("--device", default="cpu", help="where the workers run the model")
-    p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
-    p.add_argument("--no-progress", action="store_true")
+    _study_args(p, chunk=5, scheduler=False)
 
 
 def _layer_lime_run(args: argparse.Namespace) -> int:
