@@ -36,7 +36,7 @@ try:
 except ImportError:
     %pip install --quiet "attnxai @ git+{url}"
     import attnxai.course
-attnxai.course.start()'''
+attnxai.course.start();'''
 #: The launch cell of a book that names no repository: nothing to install from, so it says how
 #: to install attnxai instead of trying a made-up address.
 LAUNCH_CELL_LOCAL = '''\
@@ -47,7 +47,7 @@ try:
 except ImportError as exc:
     raise ImportError("attnxai is not installed: run `pip install -e .` in the book's folder, "
                       "then restart the kernel") from exc
-attnxai.course.start()'''
+attnxai.course.start();'''
 LAUNCH_MARKER = "# Launch cell:"
 
 
