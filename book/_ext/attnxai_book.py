@@ -344,7 +344,8 @@ def _edition_config(app, config):
 # ---------------------------------------------------------------- LaTeX / PDF
 #: Preamble of the PDF (``make pdf``), beside the MathJax macros:
 #: * the text block, typed into the log, where tests/check_pdf.py reads the margins;
-#: * no box title alone at a page foot: a box starts on a new page unless six lines fit;
+#: * no box title alone at a page foot: a box starts on a new page unless nine lines fit (with
+#:   six, the title bar of a solution fitted at a page foot and its text went to the next page);
 #: * images at most 0.8 of the text height, so that a figure's caption fits on its page;
 #: * \setminus drawn with a glyph the maths font has;
 #: * front and back matter, and the parts, unnumbered: ``\attnxaiChapter{N}`` (before each
@@ -365,7 +366,7 @@ LATEX_PREAMBLE = r"""
 % Latin Modern Math has no U+29F5, unicode-math's \setminus: U+2216, as MathJax draws it
 \AtBeginDocument{\renewcommand{\setminus}{\smallsetminus}}
 \let\attnxai@admonition\sphinxadmonition
-\def\sphinxadmonition{\needspace{6\baselineskip}\attnxai@admonition}
+\def\sphinxadmonition{\needspace{9\baselineskip}\attnxai@admonition}
 \newcommand{\attnxaiChapter}[1]{\setcounter{secnumdepth}{2}%
   \setcounter{chapter}{\numexpr #1-1\relax}}
 \newcommand{\attnxaiUnnumbered}[1][-1]{\setcounter{secnumdepth}{#1}}
