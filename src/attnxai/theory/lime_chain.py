@@ -95,8 +95,8 @@ def replace_terms(tb: Tables, feats: list[np.ndarray], k: int) -> dict:
     # (position 0 holds [CLS], never UNK: its UNK score must not set the scale, or every real
     # term could underflow against it)
     shift = max(s_tok.max(), s_unk[1:].max(initial=-np.inf))
-    G, Gu = np.exp(s_tok - shift), np.exp(s_unk - shift)
-    H, Hu = G * (tb.c_tok[k] + tb.r[k, pos]), Gu * (tb.c_unk[k] + tb.r[k, pos])
+    G, Gu = np.exp(s_tok - shift), np.exp(s_unk[1:] - shift)   # Gu[t - 1]: position t
+    H, Hu = G * (tb.c_tok[k] + tb.r[k, pos]), Gu * (tb.c_unk[k] + tb.r[k, pos[1:]])
     g0, h0 = float(G[0]), float(H[0])
     if tb.padding == "unk":     # UNK padding up to max_len: a constant part
         pp = np.arange(T, tb.max_len)
@@ -106,7 +106,7 @@ def replace_terms(tb: Tables, feats: list[np.ndarray], k: int) -> dict:
     owner = feature_owner(feats, T)
     d = len(feats)
     out = {"gk": np.bincount(owner, G[1:], d), "hk": np.bincount(owner, H[1:], d),
-           "gr": np.bincount(owner, Gu[1:], d), "hr": np.bincount(owner, Hu[1:], d),
+           "gr": np.bincount(owner, Gu, d), "hr": np.bincount(owner, Hu, d),
            "g0": g0, "h0": h0}
     out["n_min"] = g0 + float(np.minimum(out["gk"], out["gr"]).sum())
     out["n_max"] = g0 + float(np.maximum(out["gk"], out["gr"]).sum())
