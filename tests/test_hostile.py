@@ -807,15 +807,18 @@ def test_lime_limit_says_when_it_answers_with_an_approximation():
     than twice the coefficient of "a") without a word; on a text of unknown words it returned
     equal values where fastlime refuses."""
     pre = make_tiny()
+    # (since: exact by default within the exact route's budget; beyond it, the warning)
     with pytest.warns(theory.LimitApproximationWarning, match=r"binomial-position approximation"
-                                                               r".*median 17% and reached 80%"):
-        theory.lime_limit(pre, "good film good plot", bow=True)
+                                                               r".*median 6.7%, worst 18.0% on "
+                                                               r"trained model"):
+        theory.lime_limit(pre, "good film good plot", bow=True, budget=0)
     with pytest.warns(theory.LimitApproximationWarning, match=r"independent removal.*law='lime' "
                                                                r"gives the exact limit"):
         theory.lime_limit(pre, "good bad film", bow=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         theory.lime_limit(pre, "good bad film", bow=True)                     # exact: silent
+        theory.lime_limit(pre, "good film good plot", bow=True)              # exact route
         theory.lime_limit(pre, "good film good plot", bow=True, positions="binomial")
         theory.lime_limit(pre, "good bad film", bow=False, law="lime")
     for fn in (lambda t: theory.lime_limit(pre, t), lambda t: fastlime.explain_instance(pre, t)):
@@ -833,9 +836,11 @@ def test_the_exact_limit_the_warning_names_takes_what_lime_limit_takes():
     pre = make_tiny()
     exact = exact_limit(pre, "good film good plot")
     assert exact.shape == (3,) and np.all(np.isfinite(exact))        # good, film, plot
-    with pytest.warns(theory.LimitApproximationWarning):
-        approx = theory.lime_limit(pre, "good film good plot")
+    with pytest.warns(theory.LimitApproximationWarning, match="positions='exact'"):
+        approx = theory.lime_limit(pre, "good film good plot", budget=0)
     assert approx.shape == exact.shape and not np.allclose(approx, exact, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(theory.lime_limit(pre, "good film good plot", positions="exact"),
+                               exact, rtol=0, atol=1e-9)          # what the warning names
     np.testing.assert_allclose(exact_limit(pre, "good bad film"),         # the chain, fine
                                theory.lime_limit(pre, "good bad film", ksub=2), rtol=0, atol=1e-9)
     with pytest.raises(ValueError, match="target class 7 does not exist"):

@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from ..native import REASSOCIATE, jit
+from ..native import jit
 from ..threads import one_blas_thread
 from .lime_chain import delete_terms
 from .lime_inputs import Tables, feature_owner
@@ -119,7 +119,7 @@ def config_weights(W: np.ndarray, lay: RepeatLayout, configs: np.ndarray) -> np.
     return np.exp(logW[m] + logC[None])
 
 
-@jit(REASSOCIATE)
+@jit()          # no reassociation: the sums' order, hence the bits, never depend on alignment
 def _config_chain(ea, cw, eb, ebr, h0, lam, wts, owner, rep, configs, omega, tot, ont,
                   EE, HH, alpha, mu, beta, betaM, steps):
     """One head: for every configuration ``z = configs[i]`` and every node of the lambda rule,
