@@ -185,8 +185,9 @@ def _adopt_run(args: argparse.Namespace) -> int:
     if (path / store.META).is_file():
         adopted = store.adopt(path)
         print(f"{path}: {len(adopted)} part(s) given the checksum of their rows as they are now "
-              f"(trusted: that nobody changed them since they were written; every other part was "
-              "verified); from now on a change to any part is detected")
+              f"and the settings of {store.META} (trusted: that nobody changed them since they "
+              "were written and that those settings made them; every other part was verified); "
+              "from now on a change to any part or to its settings is detected")
         return 0
     manifest = checkpoint.adopt(path)
     print(f"{manifest}: written. Checked first: the file set, that every file reads, the "

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write", "fsync_dir",
-           "open_regular", "probe_writable", "read_small_file", "replace_folder", "write_durably",
-           "writer_lock"]
+           "open_regular", "output_target", "probe_writable", "read_small_file", "replace_folder",
+           "write_durably", "writer_lock"]
 
 #: Temporary files and folders start with this (``.tmp-<target name>-<random>``): readers that
 #: list a folder skip them.
@@ -76,13 +76,35 @@ def open_regular(path: str | os.PathLike, *, dir_fd: int | None = None) -> int:
     return fd
 
 
+def output_target(path: str | os.PathLike) -> Path:
+    """The file that writing ``path`` replaces: ``path`` with every symlink followed (a link
+    stays a link; the file it names gets the new content). Raises
+    :class:`attnxai.errors.NotARegularFile` when something other than a regular file is there (a
+    device such as ``/dev/null``, a FIFO, a socket, also behind a link): an atomic write would
+    replace it by a regular file (root may), so it is refused, nothing written."""
+    from .errors import NotARegularFile
+
+    real = Path(os.path.realpath(Path(path).expanduser()))
+    try:
+        mode = os.stat(real).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return real
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        shown = f"{path} (a link to {real})" if Path(path).absolute() != real else f"{path}"
+        raise NotARegularFile(f"{shown} is {_kind(mode)}, not a regular file: the package writes "
+                              "its outputs as whole files and never in place of a device or a "
+                              "pipe; give a file name (nothing was written)")
+    return real
+
+
 def probe_writable(path: str | os.PathLike) -> Path:
     """Check that ``path`` (a file or folder to be written, existing or not) can be created:
+    nothing but a regular file or a folder there (:func:`output_target`, symlinks followed), and
     its nearest existing parent folder must accept a new file (tried with a temporary file,
     removed at once: permissions, read-only file systems and root's rights all count). Returns
     that parent; raises ``NotADirectoryError`` when a parent is a file, else the ``OSError`` of
     the attempt."""
-    path = Path(path).expanduser().absolute()
+    path = output_target(path).absolute()
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -140,9 +162,13 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[Path], o
     ``data``: the bytes, a str (written with ``encoding``), or a callable that writes the file
     it is given (e.g. ``lambda tmp: frame.to_parquet(tmp)``). The content goes to
     ``.tmp-<name>-*`` beside ``path``, is flushed to disk, given ``mode`` and renamed over
-    ``path``; on any error the temporary file is removed and ``path`` is untouched.
+    ``path``; on any error the temporary file is removed and ``path`` is untouched. A symlink
+    at ``path`` stays: the file it names is replaced (:func:`output_target`); a device, FIFO or
+    socket there is refused before anything is written.
     """
-    path = Path(path)
+    given, path = Path(path), output_target(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"{path} is a folder, not a file", str(path))
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{path.name}-")
     tmp = Path(name)
     try:
@@ -163,7 +189,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[Path], o
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
-    return path
+    return given
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -218,8 +244,10 @@ def replace_folder(path: str | os.PathLike, fill: Callable[[Path], object]) -> P
 
 def writer_lock(path: str | os.PathLike):
     """The writers' lock of ``path``: ``<path>.lock`` beside it (a ``filelock.FileLock``, one
-    object per path in a process, so it is reentrant; the empty file stays)."""
+    object per path in a process, so it is reentrant; the empty file stays). The lock is named
+    by the real path (symlinks followed, ``..`` resolved): two spellings of one folder (a link
+    to it, a relative path) take the same lock, so no spelling lets a second writer in."""
     from filelock import FileLock
 
-    path = Path(path)
+    path = Path(os.path.realpath(Path(path).expanduser()))
     return FileLock(str(path.parent / f"{path.name}.lock"), is_singleton=True)

@@ -227,7 +227,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     settings = study.settings()
     store.check_meta(out, settings)                  # refuses before anything is written
     with store.hold(out, settings, command) as held:     # one writer at a time
-        done = store.done_keys(out, study.key_columns) if out.is_dir() else set()
+        done = store.done_keys(out, study.key_columns, settings) if out.is_dir() else set()
         chunks = study.plan(done)
         skipped = len(done)
         bundle = _bundle(study)                      # read and verified before anything runs
@@ -246,7 +246,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
                        smoothing=0.05)
             for i, rows in enumerate(workers.map_unordered(study.task(), chunks)):
                 order = min((r.get("rank", i) for r in rows), default=i)
-                store.write_part(out, rows, order)
+                store.write_part(out, rows, order, settings)
                 bar.update(len(rows))
             bar.close()
             finished = study.finish(out, jobs, workers, progress)
