@@ -165,3 +165,162 @@ def test_parts_from_before_settings_were_recorded_are_refused_until_adopted(tmp_
     capsys.readouterr()
     assert run(Squares(), out, progress=False).computed == 0
     assert len(store.load_results(out, keys=("i",))) == 6
+
+
+# ====================================================================== 4, 7. checkpoints
+from test_checkpoint import LABELLED_SHA, cached_folder, tiny_pretrained  # noqa: E402
+
+from attnxai import checkpoint  # noqa: E402
+from attnxai.checkpoint import MANIFEST, CheckpointError  # noqa: E402
+
+
+@pytest.fixture
+def cached(tmp_path, monkeypatch):
+    """A tiny quick-profile checkpoint where pretrained('quick') looks for it, in a fresh cache
+    (no archive: it is found by the labelled archive's checksum)."""
+    monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
+    return checkpoint.save(tiny_pretrained(), cached_folder(tmp_path / "cache"))
+
+
+def test_a_budget_too_small_for_a_healthy_model_says_so(cached, monkeypatch, capsys):
+    """Before (case 4): `ATTNXAI_MEMORY_BUDGET=8M attnxai info --profile quick` read the 11.6 MB
+    weights only up to the budget, called the healthy checkpoint "damaged (truncated)" and
+    advised `rm -rf` of it. Now the budget is named as what is too small."""
+    size = (cached / "model.safetensors").stat().st_size
+    monkeypatch.setenv("ATTNXAI_MEMORY_BUDGET", str(size // 2))
+    assert cli.main(["info", "--profile", "quick"]) == 2
+    line = _one_line(capsys)
+    assert f"this checkpoint's weights (model.safetensors: {size} bytes" in line
+    assert "more than the budget" in line and "raise the budget" in line
+    assert "damaged" not in line.replace("nor called damaged", "") and "rm -rf" not in line
+    monkeypatch.setenv("ATTNXAI_MEMORY_BUDGET", str(size * 4))
+    assert checkpoint.load(cached).model.d_attn == 4                  # the same files load
+
+
+def rewrite_config(folder: Path, **model) -> None:
+    """Change the model section of a checkpoint's config.json and rewrite its manifest so that
+    it agrees (what a careful tamperer, or a buggy writer, leaves)."""
+    import hashlib
+
+    conf = json.loads((folder / "config.json").read_text())
+    conf["model"].update(model)
+    blob = json.dumps(conf, indent=2, sort_keys=True).encode()
+    (folder / "config.json").write_bytes(blob)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["files"]["config.json"] = {"sha256": hashlib.sha256(blob).hexdigest(),
+                                        "bytes": len(blob)}
+    manifest["config_sha256"] = checkpoint.config_sha256(conf)
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+@pytest.fixture
+def no_allocation(monkeypatch):
+    """Fail if a checkpoint's model is built anywhere but on torch's meta device (shapes, no
+    memory) before its shapes are verified."""
+    import torch
+
+    real = checkpoint.MODEL_CLASSES["AttentionClassifier"]
+    built = []
+
+    def build(**kwargs):
+        if torch.get_default_device().type != "meta":
+            built.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setitem(checkpoint.MODEL_CLASSES, "AttentionClassifier", build)
+    return built
+
+
+@pytest.mark.parametrize("change, msg", [
+    ({"d_attn": 300_000}, r"W_k: \(2, 300000, 8\) in config.json, \(2, 4, 8\) in model"),
+    ({"d_attn": 10**12}, r"sizes no model has \(d_attn=1000000000000"),
+    ({"n_heads": -1}, r"sizes no model has \(n_heads=-1"),
+])
+def test_a_config_is_checked_against_the_weights_before_anything_is_allocated(
+        cached, no_allocation, capsys, change, msg):
+    """Before (case 7): a config.json saying d_attn=300000 (manifest consistent) built the model
+    (2.3 GB) before calling the checkpoint damaged; d_attn=10**12 or n_heads=-1 gave a
+    RuntimeError traceback. Now the sizes are bounded and the shapes compared first."""
+    rewrite_config(cached, **change)
+    with pytest.raises(CheckpointError, match=msg):
+        checkpoint.load(cached)
+    assert no_allocation == []
+    assert cli.main(["info", "--profile", "quick"]) == 2
+    assert "is damaged" in _one_line(capsys)
+
+
+def test_a_served_checkpoint_with_impossible_shapes_falls_back_to_training(
+        tmp_path, monkeypatch, capsys, no_allocation):
+    """Before (case 7): such a checkpoint served by the hub made `train` crash (RuntimeError)
+    instead of refusing the download and training."""
+    from test_hub import TINY, Server, _synthetic
+
+    from attnxai import Pretrained, hub
+    from attnxai.cache import cache_key
+
+    pre = tiny_pretrained()
+    pre = Pretrained(pre.model, pre.vocab, {**pre.config, "train": TINY.to_dict()}, pre.metrics)
+    src = checkpoint.save(pre, tmp_path / "src" / f"quick-{cache_key(TINY, LABELLED_SHA)}")
+    rewrite_config(src, n_heads=-1)
+    hub.publish([src], tmp_path / "www" / "models")
+    server = Server(tmp_path / "www")
+    try:
+        monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("ATTNXAI_MODELS_URL", server.url)
+        monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
+        monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
+        monkeypatch.setattr(trained, "load_imdb", lambda archive=None: _synthetic())
+        got = trained.pretrained(TINY)
+        assert server.files_requested() > 0                     # it was offered, and refused
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert "sizes no model has (n_heads=-1" in err and "training it first" in err
+    assert got.model.n_heads == TINY.n_heads and got.metrics["n_train"] == 40
+
+
+# ====================================================================== 8. no tracebacks
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_deeply_nested_json_is_refused_wherever_it_is_read(tmp_path, cached, capsys):
+    """Before (case 8): a deeply nested `_meta.json`, scheduler file, `config.json` or index
+    gave a RecursionError traceback. Every stored JSON is now read through one reader bounded in
+    size and depth."""
+    import hashlib
+
+    from attnxai.errors import ClusterError
+    from attnxai.experiment.cluster import scheduler_address
+
+    out = tmp_path / "r"
+    run(Squares(), out, progress=False)
+    (out / "_meta.json").write_bytes(DEEP)
+    with pytest.raises(store.DamagedResults, match=r"_meta.json cannot be read .*nests 100000 "
+                                                   r"levels deep"):
+        run(Squares(), out, progress=False)
+    (tmp_path / "scheduler.json").write_bytes(DEEP)
+    with pytest.raises(ClusterError, match="is not a Dask scheduler file .*nests"):
+        scheduler_address(str(tmp_path / "scheduler.json"))
+    (cached / "config.json").write_bytes(DEEP)
+    manifest = json.loads((cached / MANIFEST).read_text())
+    manifest["files"]["config.json"] = {"sha256": hashlib.sha256(DEEP).hexdigest(),
+                                        "bytes": len(DEEP)}
+    (cached / MANIFEST).write_text(json.dumps(manifest))
+    assert cli.main(["info", "--profile", "quick"]) == 2
+    assert "config.json" in (line := _one_line(capsys)) and "nests 100000 levels deep" in line
+    (cached / MANIFEST).write_bytes(DEEP)
+    assert cli.main(["info", "--profile", "quick"]) == 2
+    assert "manifest.json cannot be read" in _one_line(capsys)
+
+
+def test_an_empty_scheduler_or_a_superscript_target_is_one_line(tiny_cli, monkeypatch, capsys):
+    """Before (case 8): `--scheduler ""` raised a TypeError traceback; `--target ²` said "invalid
+    literal for int()" (str.isdigit takes '²')."""
+    with pytest.raises(ValueError, match="the scheduler's address is empty"):
+        run(Squares(), Path("never"), scheduler="", progress=False)
+    assert not Path("never").exists()
+    for target in ("²", "١"):                                   # a superscript, an Arabic digit
+        assert cli.main(["explain", "a good film", "--methods", "alpha-avg",
+                         "--target", target]) == 2
+        assert "--target must be a class index or 'predicted'" in _one_line(capsys)

@@ -166,7 +166,7 @@ def _looks_like_a_checkpoint(path: Path) -> bool:
     for name, keys in ((MANIFEST, ("manifest_version", "files")),
                        ("config.json", ("arch", "model"))):
         try:
-            doc = json.loads(_files.read_small_file(path / name))
+            doc = _files.read_json(path / name)
         except (OSError, ValueError):
             continue
         if isinstance(doc, dict) and all(k in doc for k in keys):
@@ -251,17 +251,23 @@ def _write(files: dict[str, bytes], path: Path, extra: dict[str, bytes] | None =
 def _limits(manifest: bytes | None) -> dict[str, int]:
     """The most bytes to read of each file: what the manifest records (one more byte shows a
     file that grew), else the size of any file of its kind (JSON files: 64 MiB; the weights:
-    the memory budget)."""
-    from .budget import budget
+    the memory budget). Weights the manifest records as larger than the memory budget are
+    refused as such (:class:`attnxai.errors.OverBudget`), not read short and called truncated."""
+    from .budget import budget, check
 
     limits = {n: SMALL_FILE_BYTES for n in (*_FILES, MANIFEST)}
     limits["model.safetensors"] = budget()[0]
     try:
-        recorded = json.loads(manifest)["files"] if manifest is not None else {}
+        recorded = _files.loads_json(manifest, "manifest.json")["files"] \
+            if manifest is not None else {}
         for n in _FILES:
             limits[n] = min(limits[n], max(0, int(recorded[n]["bytes"])))
+        weights = int(recorded["model.safetensors"]["bytes"])
     except Exception:  # noqa: BLE001 - a damaged manifest is reported by _check
-        pass
+        return limits
+    check(weights, f"this checkpoint's weights (model.safetensors: {weights} bytes, as its "
+          "manifest records)", "raise the budget to load it (e.g. ATTNXAI_MEMORY_BUDGET=2G); "
+          "the checkpoint itself was not checked, nor called damaged")
     return limits
 
 
@@ -330,7 +336,7 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     """Verify the files (manifest, then consistency); returns config, vocab, metrics, state."""
     profile = None
     try:
-        profile = json.loads(files["config.json"])["train"]["profile"]
+        profile = _files.loads_json(files["config.json"], "config.json")["train"]["profile"]
     except Exception:
         pass
     missing = [f for f in _FILES if f not in files]
@@ -344,7 +350,7 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     manifest = None
     if MANIFEST in files:
         try:
-            manifest = json.loads(files[MANIFEST])
+            manifest = _files.loads_json(files[MANIFEST], MANIFEST)
             recs = {n: (str(manifest["files"][n]["sha256"]), int(manifest["files"][n]["bytes"]))
                     for n in _FILES}
         except Exception as exc:
@@ -374,11 +380,11 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
             raise _damaged(path, [f"{name} cannot be read ({type(exc).__name__}: "
                                   f"{str(exc)[:200]})"], profile) from None
 
-    config = parse("config.json", json.loads)
+    config = parse("config.json", lambda b: _files.loads_json(b, "config.json"))
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
         raise _damaged(path, ["config.json has no 'model' section"], profile)
     vocab = parse("vocab.json", Vocab.from_json)
-    metrics = parse("metrics.json", json.loads)
+    metrics = parse("metrics.json", lambda b: _files.loads_json(b, "metrics.json"))
     state = parse("model.safetensors", load_safetensors)
     W_e = state.get("W_e")
     n_emb = int(W_e.shape[0]) if W_e is not None and W_e.dim() == 2 else None
@@ -404,6 +410,35 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     return config, vocab, metrics, state
 
 
+#: The largest size config.json may give any dimension of a model (a vocabulary of 16 million
+#: words; the book's models have at most 50 000): larger is damage, refused before any tensor.
+MAX_DIMENSION = 1 << 24
+
+
+def _check_shapes(path: Path, arch: str, args: dict, state: dict, profile: str | None) -> None:
+    """Refuse, before the model allocates anything, a config whose sizes are not sane (each a
+    whole number within :data:`MAX_DIMENSION`) or whose weights' shapes (built on torch's
+    ``meta`` device: shapes, no memory) are not those of ``state``, the weights in the file."""
+    bad = [f"{k}={v!r}" for k, v in args.items() if isinstance(v, int)
+           and not isinstance(v, bool) and not 0 <= v <= MAX_DIMENSION]
+    if bad:
+        raise _damaged(path, [f"config.json's model section gives sizes no model has "
+                              f"({', '.join(bad)}; each must be a whole number from 0 to "
+                              f"{MAX_DIMENSION})"], profile)
+    try:
+        with torch.device("meta"):
+            wanted = {k: tuple(v.shape) for k, v in MODEL_CLASSES[arch](**args).state_dict().items()}
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise _damaged(path, [f"config.json's model section is not valid for {arch} "
+                              f"({str(exc)[:200]})"], profile) from None
+    have = {k: tuple(v.shape) for k, v in state.items()}
+    differ = [f"{k}: {wanted.get(k)} in config.json, {have.get(k)} in model.safetensors"
+              for k in sorted(set(wanted) | set(have)) if wanted.get(k) != have.get(k)]
+    if differ:
+        raise _damaged(path, ["model.safetensors does not hold the weights config.json describes "
+                              f"({'; '.join(differ[:4])})"], profile)
+
+
 def _build(path: Path, config: dict, vocab: Vocab, metrics: dict, state: dict,
            dtype: torch.dtype) -> Pretrained:
     """The model of verified checkpoint pieces (``path``: where they came from, for messages)."""
@@ -412,9 +447,10 @@ def _build(path: Path, config: dict, vocab: Vocab, metrics: dict, state: dict,
         raise ValueError(f"{path} holds a {arch!r} model, unknown to this version of attnxai "
                          f"(known: {sorted(MODEL_CLASSES)})")
     profile = (config.get("train") or {}).get("profile")
+    _check_shapes(path, arch, config["model"], state, profile)
     try:
         model = MODEL_CLASSES[arch](**config["model"])
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RuntimeError) as exc:
         raise _damaged(path, [f"config.json's model section is not valid for {arch} ({exc})"],
                        profile) from None
     try:
@@ -439,7 +475,7 @@ def _unverified(path: Path, files: dict[str, bytes]) -> CheckpointError:
     """The refusal of a folder without a manifest: how to adopt it, or rebuild it."""
     profile = None
     try:
-        profile = json.loads(files["config.json"])["train"]["profile"]
+        profile = _files.loads_json(files["config.json"], "config.json")["train"]["profile"]
     except Exception:  # noqa: BLE001 - only for the hint
         pass
     hint = rebuild_hint(path, profile)
@@ -529,7 +565,7 @@ def origin(path: str | os.PathLike) -> dict[str, Any] | None:
     """Where the checkpoint folder ``path`` came from when it was not trained here (its
     ``origin.json``, written by :func:`save_files`), else None."""
     try:
-        record = json.loads(_files.read_small_file(Path(path) / ORIGIN))   # never a FIFO
+        record = _files.read_json(Path(path) / ORIGIN)   # never a FIFO
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -99,10 +100,10 @@ def _info_run(args: argparse.Namespace) -> int:
     else:
         pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
                          download=False, progress=False)
-    from .files import read_small_file
+    from .files import loads_json, read_small_file
 
     raw = read_small_file(pre.path / MANIFEST)              # load() verified the files against it
-    record = json.loads(raw)
+    record = loads_json(raw, str(pre.path / MANIFEST))
     files = record["files"]
     verified = "files match their sha256 manifest"
     if record.get("adopted"):
@@ -396,7 +397,7 @@ def _target(spec: str) -> int | str:
     spec = spec.strip().lower()
     if spec == "predicted":
         return spec
-    if not spec.isdigit():
+    if not re.fullmatch(r"[0-9]+", spec):         # str.isdigit() takes '²', int() does not
         raise ValueError(f"--target must be a class index or 'predicted', got {spec!r}")
     return int(spec)
 
@@ -409,7 +410,6 @@ def _explained_text(arg: str) -> str:
     """The text of ``attnxai explain``: '-' standard input, '@FILE' a file's content (UTF-8),
     else the argument itself, with a note when it looks like a path (it is explained as words)."""
     import os
-    import re
 
     from .files import read_small_file
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -26,9 +28,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write", "fsync_dir",
-           "open_regular", "output_target", "probe_writable", "read_small_file", "replace_folder",
-           "write_durably", "writer_lock"]
+__all__ = ["JSON_DEPTH", "SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write",
+           "fsync_dir", "json_depth", "loads_json", "open_regular", "output_target",
+           "probe_writable", "read_json", "read_small_file", "replace_folder", "write_durably",
+           "writer_lock"]
 
 #: Temporary files and folders start with this (``.tmp-<target name>-<random>``): readers that
 #: list a folder skip them.
@@ -129,6 +132,43 @@ def read_small_file(path: str | os.PathLike, limit: int = SMALL_FILE_BYTES, *,
         raise NotARegularFile(f"{path} holds more than {limit} bytes, more than any file of its "
                               "kind: it is not the file expected there")
     return data
+
+
+#: The deepest nesting of a JSON file the package reads (its own are at most 5 levels deep).
+JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def json_depth(data: bytes) -> int:
+    """How deeply arrays and objects nest in the JSON text ``data`` (strings skipped), counted
+    without parsing it (parsing a deeply nested text is what overflows the stack)."""
+    import numpy as np
+
+    a = np.frombuffer(_JSON_STRING.sub(b'""', data), dtype=np.uint8)
+    step = np.isin(a, (0x5B, 0x7B)).astype(np.int64) - np.isin(a, (0x5D, 0x7D))
+    return int(np.cumsum(step).max()) if step.size else 0
+
+
+def loads_json(data: bytes | str, what: str, *, max_depth: int = JSON_DEPTH):
+    """``json.loads(data)`` for a file the package stored or was sent (``what`` names it in the
+    error): a text nested deeper than ``max_depth`` is refused with a ``ValueError`` before it is
+    parsed, as is one that is not JSON (the error every caller already handles)."""
+    blob = data.encode() if isinstance(data, str) else bytes(data)
+    depth = json_depth(blob)
+    if depth > max_depth:
+        raise ValueError(f"{what} nests {depth} levels deep, more than any file of its kind "
+                         f"({max_depth}): it is not the file expected there")
+    try:
+        return json.loads(blob)
+    except RecursionError:                       # not reachable within max_depth; kept safe
+        raise ValueError(f"{what} nests too deeply to be read") from None
+
+
+def read_json(path: str | os.PathLike, limit: int = SMALL_FILE_BYTES, *,
+              dir_fd: int | None = None):
+    """A stored JSON file, read as :func:`read_small_file` reads it and parsed as
+    :func:`loads_json` parses it (bounded in size and in depth)."""
+    return loads_json(read_small_file(path, limit, dir_fd=dir_fd), str(path))
 
 
 def fsync_dir(folder: str | os.PathLike) -> None:

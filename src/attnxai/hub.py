@@ -48,8 +48,8 @@ from .cache import FORMAT_VERSION, cache_key, folder_name
 from .checkpoint import FILES, CheckpointError, checkpoint_files, save_files
 from .data import source_checkout
 from .errors import UserError
-from .files import (TMP_PREFIX, WAIT_SECONDS, atomic_write, replace_folder, write_durably,
-                    writer_lock)
+from .files import (TMP_PREFIX, WAIT_SECONDS, atomic_write, loads_json, replace_folder,
+                    write_durably, writer_lock)
 from .profiles import TrainConfig
 from .provenance import package_version, source_state
 from .repository import ENV_REPOSITORY, book_repository, pages_url
@@ -133,7 +133,7 @@ def read_index(url: str) -> dict[str, Any]:
     except Exception as exc:    # requests' errors come in many types: say what happened
         raise HubError(f"could not read the published index {url} ({_describe(exc)})") from None
     try:
-        index = json.loads(buf.getvalue())
+        index = loads_json(buf.getvalue(), url)
     except ValueError:
         raise HubError(f"{url} is not an index of published models (not JSON)") from None
     if not isinstance(index, dict) or not isinstance(index.get("models"), dict):
@@ -263,7 +263,7 @@ def fetch(config: TrainConfig, folders: list[Path], *, progress: bool = True,
             f"{base} ({where})")
         files = _download(entry, base, folder.parent, name, progress)
         try:
-            record = json.loads(files["config.json"])
+            record = loads_json(files["config.json"], f"{base}config.json")
         except ValueError:
             raise HubError(f"{base}config.json is not JSON: refused, nothing was saved") from None
         problems = _identity_problems(record if isinstance(record, dict) else {}, name, config)
@@ -297,7 +297,7 @@ def _published(path: Path) -> tuple[str, dict[str, Any], dict[str, bytes]]:
     files' bytes, verified first (:func:`attnxai.checkpoint.checkpoint_files`). A folder whose
     name is not the key of the model it holds is refused: readers would never find it."""
     files = checkpoint_files(path)
-    conf = json.loads(files["config.json"])
+    conf = loads_json(files["config.json"], f"{path}/config.json")
     try:
         config = TrainConfig(**conf["train"])
         name = folder_name(config, conf["data_sha256"])
@@ -308,7 +308,7 @@ def _published(path: Path) -> tuple[str, dict[str, Any], dict[str, bytes]]:
     if problems:
         raise HubError(f"{path} holds the model {name}, not the one its name says "
                        f"({'; '.join(problems)}): it cannot be published under that name")
-    metrics = json.loads(files["metrics.json"])
+    metrics = loads_json(files["metrics.json"], f"{path}/metrics.json")
     record = {"profile": config.profile, "key": name.rsplit("-", 1)[1], "train": conf["train"],
               "data_sha256": conf["data_sha256"], "format": conf["format"],
               "arch": conf.get("arch"), "test_accuracy": metrics.get("test_accuracy"),

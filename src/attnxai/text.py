@@ -178,7 +178,9 @@ class Vocab:
     @classmethod
     def from_json(cls, data: bytes | str) -> "Vocab":
         """The vocabulary of a ``vocab.json`` content (a JSON list of words)."""
-        words = json.loads(data)
+        from .files import loads_json
+
+        words = loads_json(data, "vocab.json")
         if not isinstance(words, list):
             raise TypeError("vocab.json must hold a JSON list of words, got "
                             f"{type(words).__name__}")

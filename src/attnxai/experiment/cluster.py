@@ -67,13 +67,13 @@ def scheduler_address(scheduler: str) -> str:
     """The scheduler's address from ``--scheduler``: an address (``tcp://HOST:8786``, ``HOST:8786``)
     or a scheduler file (JSON with an ``address``, written by ``dask scheduler --scheduler-file``),
     read once here. :class:`~attnxai.errors.ClusterError` for what cannot be one, at once."""
-    from ..files import read_small_file
+    from ..files import read_json
 
     text = scheduler.strip()
     m = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", text)
     if m is None and (text.endswith(".json") or "/" in text or Path(text).exists()):
         try:
-            info = json.loads(read_small_file(Path(text).expanduser(), 1 << 20))
+            info = read_json(Path(text).expanduser(), 1 << 20)
             address = info["address"]
         except FileNotFoundError:
             raise ClusterError(f"no scheduler file at {text}: start the scheduler with `dask "

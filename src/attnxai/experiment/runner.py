@@ -220,8 +220,12 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
         raise ValueError(f"jobs must be a positive int (or -1 for all cores), got {jobs}")
     if scheduler is None and jobs > 1:
         LocalPool.check_memory(jobs)                 # before the model and the data are read
-    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+    if scheduler is not None and not isinstance(scheduler, str):
         raise TypeError(f"scheduler must be an address string, got {scheduler!r}")
+    if scheduler is not None and not scheduler.strip():
+        raise ValueError("the scheduler's address is empty: give a Dask scheduler's address "
+                         "(--scheduler tcp://HOST:8786) or scheduler file, or leave --scheduler "
+                         "out to run here")
     device = _device(device, scheduler)
     out = store.prepare(out)
     settings = study.settings()

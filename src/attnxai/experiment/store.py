@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..files import TMP_PREFIX, atomic_write, probe_writable, writer_lock
+from ..files import (TMP_PREFIX, atomic_write, loads_json, probe_writable, read_json,
+                     writer_lock)
 
 __all__ = ["CHECKSUM_KEY", "DamagedResults", "ResultsBusy", "SETTINGS_KEY", "TIMING_COLUMNS",
            "adopt", "check_meta", "content_digest", "done_keys", "hold", "load_results",
@@ -257,7 +258,7 @@ def part_settings(table) -> dict[str, Any] | None:
     raw = (table.schema.metadata or {}).get(SETTINGS_KEY)
     if raw is None:
         return None
-    settings = json.loads(raw)
+    settings = loads_json(raw, "the settings a results part records")
     if not isinstance(settings, dict):
         raise DamagedResults("a results part records settings that are not a settings object")
     return settings
@@ -353,13 +354,11 @@ def prepare(out: str | os.PathLike) -> Path:
 
 
 def _read_meta(out: Path) -> dict[str, Any] | None:
-    from ..files import read_small_file
-
     meta = out / META
     if not meta.exists():
         return None
     try:
-        old = json.loads(read_small_file(meta))
+        old = read_json(meta)
     except (OSError, ValueError) as exc:
         raise DamagedResults(f"{meta} cannot be read ({exc}): the folder's settings are unknown, "
                              "so its rows cannot be resumed. Use another --out, or restore "
@@ -391,10 +390,8 @@ def write_meta(out: Path, settings: dict[str, Any]) -> None:
 
 def _holder(out: Path) -> str:
     """Who holds the folder, from its ``_writer.json`` (as far as it can be read)."""
-    from ..files import read_small_file
-
     try:
-        w = json.loads(read_small_file(out / WRITER))
+        w = read_json(out / WRITER)
         cmd = f": `{shlex.join(w['command'])}`" if w.get("command") else ""
         return f"process {w['pid']} on {w['host']}, since {w['started']}{cmd}"
     except (OSError, ValueError, KeyError, TypeError):
@@ -533,7 +530,7 @@ def runs(out: str | os.PathLike) -> list[dict[str, Any]]:
     path = Path(out) / RUNS
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+    return [loads_json(line, str(path)) for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip()]
 
 
