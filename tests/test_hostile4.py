@@ -324,3 +324,253 @@ def test_an_empty_scheduler_or_a_superscript_target_is_one_line(tiny_cli, monkey
         assert cli.main(["explain", "a good film", "--methods", "alpha-avg",
                          "--target", target]) == 2
         assert "--target must be a class index or 'predicted'" in _one_line(capsys)
+
+
+# ====================================================================== 5, 6. the network
+import http.server  # noqa: E402
+import io  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+
+from attnxai import download as dl  # noqa: E402
+
+
+class Hostile:
+    """An HTTP server on 127.0.0.1 (a thread) serving the files under ``root``, except the paths
+    of ``routes``, answered by ``routes[path](handler)`` (a hostile answer). ``stop`` ends the
+    answers that would otherwise go on."""
+
+    def __init__(self, root: Path | None = None):
+        self.routes, self.stop, self.requests = {}, threading.Event(), []
+        server = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **k):
+                super().__init__(*a, directory=str(root or "/nonexistent"), **k)
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                server.requests.append(self.path)
+                route = server.routes.get(self.path)
+                try:
+                    route(self) if route else super().do_GET()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def hostile(monkeypatch):
+    monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
+    server = Hostile()
+    yield server
+    server.close()
+
+
+def endless(handler, headers=()):
+    """200, no Content-Length, bytes until the client hangs up (or the test ends)."""
+    handler.send_response(200)
+    for k, v in headers:
+        handler.send_header(k, v)
+    handler.end_headers()
+    block = b"x" * (1 << 16)
+    while not handler.server_stop.is_set():
+        handler.wfile.write(block)
+
+
+def test_a_download_stops_at_its_size_whatever_the_server_sends(hostile):
+    """Before (case 6): a file with no Content-Length streaming 1.5 GB (the index said 11.6 MB)
+    was written whole into the cache (1.8 GB RSS) before being refused; a gzip bomb likewise; a
+    1 GB index.json took 2.3 GB. Now every download is capped at its size while it streams, and
+    a compressed answer is expanded a bounded step at a time."""
+    import gzip
+    import tracemalloc
+
+    from attnxai import hub
+
+    def forever(h):
+        h.server_stop = hostile.stop
+        endless(h)
+
+    bomb = gzip.compress(b"\0" * (64 << 20), 9)                # 64 MiB in about 64 KiB
+
+    def gzipped(h):
+        h.send_response(200)
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Content-Length", str(len(bomb)))
+        h.end_headers()
+        h.wfile.write(bomb)
+
+    hostile.routes.update({"/endless": forever, "/bomb": gzipped, "/models/index.json": forever})
+    for path, msg in (("/endless", "gave more than the 1048576 bytes expected"),
+                      ("/bomb", r"gave more than the 1048576 bytes expected \(decompressed\)")):
+        sink = io.BytesIO()
+        tracemalloc.start()
+        with pytest.raises(dl.DownloadError, match=msg):
+            dl.download(hostile.url + path, sink, max_bytes=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert len(sink.getvalue()) <= 1 << 20 and peak < 16 << 20, (path, peak)
+    with pytest.raises(hub.HubError, match=rf"more than the {hub.INDEX_BYTES} bytes expected"):
+        hub.read_index(hostile.url + "/models/index.json")
+
+
+def test_every_network_wait_is_bounded(hostile, monkeypatch):
+    """Before (case 5): a server sending one byte every 20 s kept a download (and the lock that
+    others wait on for up to 12 h) alive past 75 s; a silent server was waited on by the read
+    timeout alone. Now a download has a rate floor after a grace time and a total deadline
+    (made small here: the drip is 200 times slower than the floor)."""
+    import time
+
+    monkeypatch.setattr(dl, "GRACE_SECONDS", 0.3)
+    monkeypatch.setattr(dl, "READ_SECONDS", 0.5)
+    monkeypatch.setattr(dl, "MIN_RATE", 4000)
+
+    def drip(h):
+        h.send_response(200)
+        h.send_header("Content-Length", "1000")
+        h.end_headers()
+        for _ in range(1000):
+            if hostile.stop.wait(0.05):
+                return
+            h.wfile.write(b"x")
+            h.wfile.flush()
+
+    def silent(h):
+        hostile.stop.wait(30)
+
+    hostile.routes.update({"/drip": drip, "/silent": silent})
+    with pytest.raises(dl.DownloadError, match=r"too slow \(\d+ bytes in \d+ s; the floor is 3 "
+                                               r"KiB/s after 0 s\)"):
+        dl.download(hostile.url + "/drip", io.BytesIO(), max_bytes=1000)
+    with pytest.raises(dl.DownloadError, match="ReadTimeout"):
+        dl.download(hostile.url + "/silent", io.BytesIO(), max_bytes=1000)
+
+
+@pytest.mark.timeout(60)
+def test_a_scheduler_that_accepts_and_never_answers_is_refused_in_time():
+    """Before (case 5): `--scheduler tcp://127.0.0.1:PORT` to a listener that accepts and never
+    answers hung 541 s in distributed's Client.start. Now the scheduler is asked who it is, and
+    the answer waited for `connect_seconds` at most."""
+    pytest.importorskip("distributed")
+    from attnxai.errors import ClusterError
+    from attnxai.experiment.cluster import DaskWorkers
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        with pytest.raises(ClusterError, match=rf"cannot reach the Dask scheduler at "
+                                               rf"tcp://127.0.0.1:{port} within 0.5 s \(no "
+                                               r"answer\)"):
+            DaskWorkers(f"tcp://127.0.0.1:{port}", connect_seconds=0.5)
+
+
+# ====================================================================== 10, 11.
+def test_offline_means_no_network_at_all(tmp_path, monkeypatch):
+    """Before (case 10): ATTNXAI_OFFLINE=1 stopped model downloads only; a corpus command
+    without ATTNXAI_IMDB_ARCHIVE still tried to download IMDb. Now nothing goes on the network,
+    and the message names the archive variable."""
+    from attnxai import data
+
+    monkeypatch.setenv("ATTNXAI_OFFLINE", "1")
+    monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
+
+    def no_network(*a, **k):
+        raise AssertionError("a connection was attempted offline")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    with pytest.raises(data.DataError, match=r"ATTNXAI_OFFLINE=1 is set, so the IMDb archive .* "
+                                             r"is not downloaded .*ATTNXAI_IMDB_ARCHIVE="):
+        data.load_imdb()
+    with pytest.raises(dl.DownloadError, match="nothing goes on the network"):
+        dl.download("http://127.0.0.1:9/x", io.BytesIO(), max_bytes=10)
+    assert not (tmp_path / "cache" / "data").exists()
+
+
+def test_credentials_in_the_models_url_are_never_shown_nor_stored(tmp_path, monkeypatch, capsys):
+    """Before (case 11): the user and password of ATTNXAI_MODELS_URL were printed and stored in
+    origin.json. Now they are used for the download and shown as ***."""
+    from test_hub import publish_tiny
+
+    from attnxai.checkpoint import ORIGIN
+
+    publish_tiny(tmp_path, tiny_pretrained(seed=3))
+    server = Hostile(tmp_path / "www")
+    try:
+        secret_url = server.url.replace("http://", "http://reader:s3cr3t-token@") + "/models/"
+        monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("ATTNXAI_MODELS_URL", secret_url)
+        monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
+        monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
+        got = trained.pretrained("quick", train_if_missing=False)
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    stored = (got.path / ORIGIN).read_text()
+    assert "s3cr3t" not in err + stored and "reader" not in err + stored
+    assert "http://***@127.0.0.1:" in stored and "http://***@127.0.0.1:" in err
+    assert dl.redact("https://u:p@[::1]:8443/m/?q=1") == "https://***@[::1]:8443/m/?q=1"
+
+
+def test_stdin_past_its_limit_and_dropped_characters_are_said(tiny_cli, monkeypatch, capsys):
+    """Before (case 11): input over 1 MB on stdin was cut silently; Hebrew and emoji were dropped
+    without a note. Now the first is refused in one line, the second noted."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO("good film " * 120_000))
+    assert cli.main(["explain", "-", "--methods", "alpha-avg"]) == 2
+    assert "standard input holds more than 1048576 characters" in _one_line(capsys)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a good film \u05e9\u05dc\u05d5\u05dd \U0001F600"))
+    assert cli.main(["explain", "-", "--methods", "alpha-avg", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "note: the text holds 5 distinct character(s) outside A-Z and 0-9" in err
+    assert "'\U0001F600'" in err and "no explanation scores them" in err
+
+
+# ====================================================================== 9. publishing, saving
+def test_publishing_never_replaces_what_attnxai_did_not_write(tmp_path):
+    """Before (case 9): `publish-models --out` overwrote an existing index.json or
+    `<profile>-<key>/` folder there (a user's thesis.tex inside was deleted), unlike `save`; and
+    `save` replaced a folder whose own config.json merely had the keys `arch` and `model`."""
+    from test_hub import publish_tiny
+
+    from attnxai import hub
+
+    published = publish_tiny(tmp_path, tiny_pretrained(seed=3))      # the package's own: fine
+    source = tmp_path / "src-cache" / "models" / published.name
+    out = tmp_path / "site"
+    (out / published.name).mkdir(parents=True)
+    (out / published.name / "thesis.tex").write_text("\\documentclass{article}")
+    with pytest.raises(hub.HubError, match=r"cannot publish .* holds files that are not a "
+                                           r"checkpoint's \(thesis.tex\)"):
+        hub.publish([source], out)
+    assert (out / published.name / "thesis.tex").is_file() and not (out / "index.json").exists()
+    (out / published.name / "thesis.tex").unlink()
+    (out / "index.json").write_text('{"my": "own index"}')
+    with pytest.raises(hub.HubError, match="index.json exists and is not an index of published "
+                                           "models that attnxai wrote"):
+        hub.publish([source], out)
+    assert (out / "index.json").read_text() == '{"my": "own index"}'
+    (out / "index.json").unlink()
+    hub.publish([source], out)
+    hub.publish([source], out)                                 # its own output is replaced
+    assert json.loads((out / "index.json").read_text())["models"].keys() == {published.name}
+
+    own = tmp_path / "project"
+    own.mkdir()
+    (own / "config.json").write_text('{"arch": "transformer", "model": "bert-base"}')
+    with pytest.raises(CheckpointError, match="is not recognised as an attnxai checkpoint"):
+        checkpoint.save(tiny_pretrained(), own)
+    assert json.loads((own / "config.json").read_text())["model"] == "bert-base"

@@ -75,7 +75,7 @@ from .text import Vocab
 from .textmodel import Pretrained
 
 __all__ = ["CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
-           "adopt", "checkpoint_files", "config_sha256", "from_files", "load", "origin", "save",
+           "adopt", "check_replaceable", "checkpoint_files", "config_sha256", "from_files", "load", "origin", "save",
            "save_files"]
 
 #: The model classes a checkpoint can hold, by the name its config.json records (``arch``).
@@ -160,21 +160,36 @@ def _clean_stale(parent: Path, name: str) -> list[Path]:
     return removed
 
 
+def _ours(name: str, doc: Any) -> bool:
+    """Whether ``doc``, the content of a checkpoint's ``manifest.json`` or ``config.json``, is one
+    attnxai writes: a manifest with its version, file table of checkpoint files and config hash;
+    a config naming an architecture attnxai knows, with the model's and the training's sections
+    and the format (two common keys such as ``arch`` and ``model`` are not enough)."""
+    if not isinstance(doc, dict):
+        return False
+    if name == MANIFEST:
+        return isinstance(doc.get("manifest_version"), int) and isinstance(doc.get("files"), dict) \
+            and set(doc["files"]) <= set(_FILES) and isinstance(doc.get("config_sha256"), str)
+    return doc.get("arch", "AttentionClassifier") in MODEL_CLASSES and "arch" in doc \
+        and isinstance(doc.get("model"), dict) and isinstance(doc.get("train"), dict) \
+        and "format" in doc
+
+
 def _looks_like_a_checkpoint(path: Path) -> bool:
-    """Whether the folder's ``manifest.json`` or ``config.json`` is one attnxai writes (names
-    alone do not tell a checkpoint from a user's folder holding a ``config.json`` of its own)."""
-    for name, keys in ((MANIFEST, ("manifest_version", "files")),
-                       ("config.json", ("arch", "model"))):
+    """Whether the folder's ``manifest.json`` or ``config.json`` is one attnxai writes
+    (:func:`_ours`; names alone do not tell a checkpoint from a user's folder holding a
+    ``config.json`` of its own)."""
+    for name in (MANIFEST, "config.json"):
         try:
             doc = _files.read_json(path / name)
         except (OSError, ValueError):
             continue
-        if isinstance(doc, dict) and all(k in doc for k in keys):
+        if _ours(name, doc):
             return True
     return False
 
 
-def _check_replaceable(path: Path) -> None:
+def check_replaceable(path: Path) -> None:
     """Refuse to replace a folder that holds anything but a checkpoint's files (a save replaces
     the folder whole: what else it held would be deleted): every entry a file of a checkpoint's
     name (not a folder so named), and the folder recognised by its manifest or config."""
@@ -209,7 +224,7 @@ def save(pre: Pretrained, path: str | os.PathLike) -> Path:
         path = path.resolve()
     if path.exists() and not path.is_dir():
         raise CheckpointError(f"{path} exists and is not a folder: cannot save a checkpoint there")
-    _check_replaceable(path)
+    check_replaceable(path)
     state = {k: v.detach().cpu().contiguous() for k, v in pre.model.state_dict().items()}
     files = {"model.safetensors": save_safetensors(state),
              "config.json": json.dumps(pre.config, indent=2, sort_keys=True).encode(),
@@ -240,7 +255,7 @@ def _write(files: dict[str, bytes], path: Path, extra: dict[str, bytes] | None =
                               f"{_files.WAIT_SECONDS:.0f} s (it holds {lock.lock_file}): let it "
                               "finish, or stop it, then save again") from None
     try:
-        _check_replaceable(path)
+        check_replaceable(path)
         _clean_stale(path.parent, path.name)
         replace_folder(path, fill)
     finally:

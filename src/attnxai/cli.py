@@ -414,7 +414,12 @@ def _explained_text(arg: str) -> str:
     from .files import read_small_file
 
     if arg == "-":
-        return sys.stdin.read(_TEXT_BYTES)
+        text = sys.stdin.read(_TEXT_BYTES + 1)
+        if len(text) > _TEXT_BYTES:
+            raise ValueError(f"standard input holds more than {_TEXT_BYTES} characters, more than "
+                             "any review (the model reads its first 255 tokens): give a shorter "
+                             "text (nothing was cut silently, nothing computed)")
+        return text
     if arg.startswith("@") and len(arg) > 1:
         path = os.path.expanduser(arg[1:])
         try:
