@@ -9,34 +9,25 @@ talk to servers on 127.0.0.1 that the test starts, tiny models in temporary cach
 
 from __future__ import annotations
 
+import http.server
+import io
 import json
 import os
-import subprocess
+import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
-from conftest import make_tiny
-from test_hostile import HOLDER, Squares, _env
+from test_checkpoint import LABELLED_SHA, cached_folder, tiny_pretrained
+from test_hostile import Squares, _one_line, holder, tiny_cli  # noqa: F401 - fixtures
 
-from attnxai import cli, files, trained
+from attnxai import checkpoint, cli, files, trained
+from attnxai import download as dl
+from attnxai.checkpoint import MANIFEST, CheckpointError
 from attnxai.errors import NotARegularFile
 from attnxai.experiment import store
 from attnxai.experiment.runner import run
-
-
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert "Traceback" not in err and len(lines) == 1, err
-    return lines[0]
-
-
-@pytest.fixture
-def tiny_cli(monkeypatch):
-    pre = make_tiny(seed=3)
-    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", progress=True: pre)
-    return pre
 
 
 # ====================================================================== 1. outputs
@@ -73,23 +64,6 @@ def test_an_output_never_replaces_a_fifo_a_device_or_a_link(tiny_cli, tmp_path, 
 
 
 # ====================================================================== 2. one folder, one writer
-@pytest.fixture
-def holder():
-    procs = []
-
-    def start(out: Path, settings: dict):
-        p = subprocess.Popen([sys.executable, "-c", HOLDER, str(out), json.dumps(settings)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
-        assert p.stdout.readline().strip() == "held"           # an event, not a sleep
-        procs.append(p)
-        return p
-
-    yield start
-    for p in procs:
-        p.stdin.close()
-        p.wait(timeout=60)
-
-
 def test_a_second_writer_cannot_come_in_through_a_link(tmp_path, holder):
     """Before (case 2): `--out rs` and `--out rs_link` (a link to rs) ran at once, each with its
     own lock beside the path it was given; the folder mixed both runs' rows. Now the lock is
@@ -168,12 +142,6 @@ def test_parts_from_before_settings_were_recorded_are_refused_until_adopted(tmp_
 
 
 # ====================================================================== 4, 7. checkpoints
-from test_checkpoint import LABELLED_SHA, cached_folder, tiny_pretrained  # noqa: E402
-
-from attnxai import checkpoint  # noqa: E402
-from attnxai.checkpoint import MANIFEST, CheckpointError  # noqa: E402
-
-
 @pytest.fixture
 def cached(tmp_path, monkeypatch):
     """A tiny quick-profile checkpoint where pretrained('quick') looks for it, in a fresh cache
@@ -212,6 +180,14 @@ def rewrite_config(folder: Path, **model) -> None:
                                         "bytes": len(blob)}
     manifest["config_sha256"] = checkpoint.config_sha256(conf)
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def download_from(monkeypatch, cache: Path, url: str) -> None:
+    """A fresh cache, models downloaded from ``url`` (a local server), no IMDb archive."""
+    monkeypatch.setenv("ATTNXAI_CACHE", str(cache))
+    monkeypatch.setenv("ATTNXAI_MODELS_URL", url)
+    monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
+    monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
 
 
 @pytest.fixture
@@ -266,10 +242,7 @@ def test_a_served_checkpoint_with_impossible_shapes_falls_back_to_training(
     hub.publish([src], tmp_path / "www" / "models")
     server = Server(tmp_path / "www")
     try:
-        monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
-        monkeypatch.setenv("ATTNXAI_MODELS_URL", server.url)
-        monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
-        monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
+        download_from(monkeypatch, tmp_path / "cache", server.url)
         monkeypatch.setattr(trained, "load_imdb", lambda archive=None: _synthetic())
         got = trained.pretrained(TINY)
         assert server.files_requested() > 0                     # it was offered, and refused
@@ -327,14 +300,6 @@ def test_an_empty_scheduler_or_a_superscript_target_is_one_line(tiny_cli, monkey
 
 
 # ====================================================================== 5, 6. the network
-import http.server  # noqa: E402
-import io  # noqa: E402
-import socket  # noqa: E402
-import threading  # noqa: E402
-
-from attnxai import download as dl  # noqa: E402
-
-
 class Hostile:
     """An HTTP server on 127.0.0.1 (a thread) serving the files under ``root``, except the paths
     of ``routes``, answered by ``routes[path](handler)`` (a hostile answer). ``stop`` ends the
@@ -456,6 +421,10 @@ def test_every_network_wait_is_bounded(hostile, monkeypatch):
         dl.download(hostile.url + "/drip", io.BytesIO(), max_bytes=1000)
     with pytest.raises(dl.DownloadError, match="ReadTimeout"):
         dl.download(hostile.url + "/silent", io.BytesIO(), max_bytes=1000)
+    from attnxai import hub
+
+    with pytest.raises(hub.HubError, match="could not read the published index .* too slow"):
+        hub.read_index(hostile.url + "/drip")                  # the index and the files alike
 
 
 @pytest.mark.timeout(60)
@@ -511,11 +480,8 @@ def test_credentials_in_the_models_url_are_never_shown_nor_stored(tmp_path, monk
     publish_tiny(tmp_path, tiny_pretrained(seed=3))
     server = Hostile(tmp_path / "www")
     try:
-        secret_url = server.url.replace("http://", "http://reader:s3cr3t-token@") + "/models/"
-        monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
-        monkeypatch.setenv("ATTNXAI_MODELS_URL", secret_url)
-        monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
-        monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
+        download_from(monkeypatch, tmp_path / "cache",
+                      server.url.replace("http://", "http://reader:s3cr3t-token@") + "/models/")
         got = trained.pretrained("quick", train_if_missing=False)
     finally:
         server.close()
