@@ -8,10 +8,14 @@ truncated one, and a writer killed half-way leaves only a ``.tmp-*`` file, which
 :func:`replace_folder` does the same for a whole folder (a checkpoint): one atomic exchange of
 the new folder with the old (``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere two renames, a
 window of microseconds). Every writer of results, checkpoints, training states, book summaries
-and pages goes through these two. :func:`writer_lock` keeps two writers of one path apart (an OS
-file lock, released by the kernel if its holder is killed). :func:`open_regular` and
-:func:`read_small_file` are how stored files are opened for reading: a FIFO, a folder or a device
-put in a file's place is refused instead of blocking the reader forever or being read without end.
+and pages goes through these two; neither ever replaces what is not a regular file (a device such
+as ``/dev/null``, a FIFO: refused, :func:`output_target`) and a symlink stays a symlink (the file
+it names is replaced). :func:`writer_lock` keeps two writers of one path apart (an OS file lock,
+released by the kernel if its holder is killed), named by the real path so that no spelling of
+it (a symlink) lets a second writer in. :func:`open_regular` and :func:`read_small_file` are how
+stored files are opened for reading: a FIFO, a folder or a device put in a file's place is
+refused instead of blocking the reader forever or being read without end; :func:`read_json` and
+:func:`loads_json` read JSON bounded in size and in depth (no ``RecursionError``).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ around it; :func:`attnxai.experiment.run` writes it, :func:`attnxai.experiment.r
 reads it).
 
 **One writer at a time.** A run holds the folder (:func:`hold`): its writers' lock
-(``<folder>.lock`` beside it, :func:`attnxai.files.writer_lock`, released by the kernel if the
-run is killed), under which the settings are compared with ``_meta.json`` and recorded there
+(``<folder>.lock`` beside the real folder, whatever link or spelling names it,
+:func:`attnxai.files.writer_lock`, released by the kernel if the run is killed), under which the settings are compared with ``_meta.json`` and recorded there
 before the first row, and the ``.tmp-*`` files of killed writers are removed. A second run of the
 same folder is refused at once, whatever its settings, with who holds it (``_writer.json``): one
 with other settings would mix two experiments in one folder; one with the same settings would
@@ -49,7 +49,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..files import (TMP_PREFIX, atomic_write, loads_json, probe_writable, read_json,
-                     writer_lock)
+                     read_small_file, writer_lock)
 
 __all__ = ["CHECKSUM_KEY", "DamagedResults", "ResultsBusy", "SETTINGS_KEY", "TIMING_COLUMNS",
            "adopt", "check_meta", "content_digest", "done_keys", "hold", "load_results",
@@ -530,8 +530,8 @@ def runs(out: str | os.PathLike) -> list[dict[str, Any]]:
     path = Path(out) / RUNS
     if not path.is_file():
         return []
-    return [loads_json(line, str(path)) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    text = read_small_file(path).decode("utf-8")
+    return [loads_json(line, str(path)) for line in text.splitlines() if line.strip()]
 
 
 def load_results(path: str | os.PathLike, keys: Iterable[str] = ("test_index", "bow"),
