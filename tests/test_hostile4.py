@@ -63,6 +63,29 @@ def test_an_output_never_replaces_a_fifo_a_device_or_a_link(tiny_cli, tmp_path, 
     assert (tmp_path / "link.html").is_symlink() and "<html" in page.read_text().lower()
 
 
+def test_a_character_device_in_place_of_an_output_is_refused(tmp_path, monkeypatch):
+    """The same for a character device (`/dev/null`, `/dev/full`), made by mocking the file's
+    kind: no real device is touched."""
+    import stat
+
+    target, real_stat = tmp_path / "null", os.stat
+    target.write_text("")
+
+    def as_device(path, *a, **k):
+        st = real_stat(path, *a, **k)
+        if os.fspath(path) == str(target):
+            return os.stat_result((stat.S_IFCHR | 0o666, *tuple(st)[1:]))
+        return st
+
+    monkeypatch.setattr(os, "stat", as_device)
+    for write in (lambda: files.atomic_write(target, "x"), lambda: files.probe_writable(target)):
+        with pytest.raises(NotARegularFile, match="null is a character device, not a regular "
+                                                  "file"):
+            write()
+    monkeypatch.undo()
+    assert target.read_text() == "" and sorted(p.name for p in tmp_path.iterdir()) == ["null"]
+
+
 # ====================================================================== 2. one folder, one writer
 def test_a_second_writer_cannot_come_in_through_a_link(tmp_path, holder):
     """Before (case 2): `--out rs` and `--out rs_link` (a link to rs) ran at once, each with its
