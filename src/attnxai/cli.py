@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -99,10 +100,10 @@ def _info_run(args: argparse.Namespace) -> int:
     else:
         pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
                          download=False, progress=False)
-    from .files import read_small_file
+    from .files import loads_json, read_small_file
 
     raw = read_small_file(pre.path / MANIFEST)              # load() verified the files against it
-    record = json.loads(raw)
+    record = loads_json(raw, str(pre.path / MANIFEST))
     files = record["files"]
     verified = "files match their sha256 manifest"
     if record.get("adopted"):
@@ -204,8 +205,9 @@ def _adopt_run(args: argparse.Namespace) -> int:
     if (path / store.META).is_file():
         adopted = store.adopt(path)
         print(f"{path}: {len(adopted)} part(s) given the checksum of their rows as they are now "
-              f"(trusted: that nobody changed them since they were written; every other part was "
-              "verified); from now on a change to any part is detected")
+              f"and the settings of {store.META} (trusted: that nobody changed them since they "
+              "were written and that those settings made them; every other part was verified); "
+              "from now on a change to any part or to its settings is detected")
         return 0
     manifest = checkpoint.adopt(path)
     print(f"{manifest}: written. Checked first: the file set, that every file reads, the "
@@ -414,7 +416,7 @@ def _target(spec: str) -> int | str:
     spec = spec.strip().lower()
     if spec == "predicted":
         return spec
-    if not spec.isdigit():
+    if not re.fullmatch(r"[0-9]+", spec):         # str.isdigit() takes '²', int() does not
         raise ValueError(f"--target must be a class index or 'predicted', got {spec!r}")
     return int(spec)
 
@@ -427,12 +429,16 @@ def _explained_text(arg: str) -> str:
     """The text of ``attnxai explain``: '-' standard input, '@FILE' a file's content (UTF-8),
     else the argument itself, with a note when it looks like a path (it is explained as words)."""
     import os
-    import re
 
     from .files import read_small_file
 
     if arg == "-":
-        return sys.stdin.read(_TEXT_BYTES)
+        text = sys.stdin.read(_TEXT_BYTES + 1)
+        if len(text) > _TEXT_BYTES:
+            raise ValueError(f"standard input holds more than {_TEXT_BYTES} characters, more than "
+                             "any review (the model reads its first 255 tokens): give a shorter "
+                             "text (nothing was cut silently, nothing computed)")
+        return text
     if arg.startswith("@") and len(arg) > 1:
         path = os.path.expanduser(arg[1:])
         try:

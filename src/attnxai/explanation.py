@@ -41,7 +41,8 @@ import torch
 
 from . import validate
 from .registry import DEFAULT_SEED, METHODS, PAPER_METHODS, SHARED, Document
-from .text import TruncationWarning, normalize_for_lime, tokenize
+from .text import (DroppedCharactersWarning, TruncationWarning, dropped_characters,
+                   normalize_for_lime, tokenize)
 from .textmodel import Pretrained
 from .words import Words
 
@@ -211,6 +212,13 @@ def read_document(pre: Pretrained, text: str, target: int | str = 1
                         f"{type(pre).__name__}")
     validate.text(text)
     full = tokenize(normalize_for_lime(text, 10**9))       # raises for a text without a word
+    dropped = dropped_characters(text)
+    if dropped:
+        shown = " ".join(repr(c) for c in dropped[:8]) + (" ..." if len(dropped) > 8 else "")
+        warnings.warn(f"the text holds {len(dropped)} distinct character(s) outside A-Z and 0-9 "
+                      f"({shown}): the model's preprocessing keeps only ASCII letters and digits, "
+                      "so they were dropped and no explanation scores them",
+                      DroppedCharactersWarning, stacklevel=3)
     limit = pre.model.max_len - 1
     kept = full[:limit]
     pre.vocab.check_known(kept, text)

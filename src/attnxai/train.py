@@ -354,11 +354,11 @@ def load_state(folder: str | Path, config: TrainConfig) -> tuple[dict, dict] | N
     from safetensors.torch import load as load_safetensors
 
     from .budget import budget
-    from .files import read_small_file
+    from .files import read_json, read_small_file
 
     folder = Path(folder)
     try:        # never waits on a FIFO nor reads a device without end (then: no state, retrain)
-        meta = json.loads(read_small_file(folder / _STATE_JSON))
+        meta = read_json(folder / _STATE_JSON)
         blob = read_small_file(folder / _STATE_TENSORS, budget()[0])
     except (OSError, ValueError):
         return None
