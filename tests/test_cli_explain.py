@@ -23,7 +23,7 @@ from attnxai.registry import ALL_METHODS, PAPER_METHODS
 def tiny_cached(monkeypatch):
     """`attnxai explain` on the tiny model instead of a cached profile."""
     pre = make_tiny(seed=3)
-    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", progress=True: pre)
+    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", archive=None, progress=True: pre)
     return pre
 
 
@@ -93,7 +93,7 @@ def test_cli_messages(tiny_cached, capsys):
     assert cli_main(["explain", "good film", "--num-samples", "1"]) == 2
     assert "num_samples" in capsys.readouterr().err
     assert cli_main(["explain", "good film", "--target", "positive"]) == 2
-    assert "--target must be a class index or 'predicted'" in capsys.readouterr().err
+    assert "target must be a class index or 'predicted'" in capsys.readouterr().err
     long = tiny_text(50, seed=2, unknown=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # the CLI turns the warning into a note

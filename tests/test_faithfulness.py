@@ -584,4 +584,4 @@ def test_cli_faithfulness_records_the_run(quick_model, tmp_path, capsys):
         "LIME__replace__abs__comprehensiveness" not in df
     assert cli_main(["faithfulness", "--profile", "quick", "--reviews", "1", "--out",
                      str(tmp_path / "bad"), "--methods", "SHAP", "--no-progress"]) == 2
-    assert "unknown ['SHAP']" in capsys.readouterr().err
+    assert "unknown method(s) ['SHAP']" in capsys.readouterr().err
