@@ -17,7 +17,6 @@ worker processes are killed and a cluster client closed on the way out.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import signal
 import sys
@@ -119,7 +118,7 @@ def _info_run(args: argparse.Namespace) -> int:
     else:
         pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
                          download=False, progress=False)
-    from .files import read_small_file
+    from .files import read_small_file, sha256
 
     raw = read_small_file(pre.path / MANIFEST)              # load() verified the files against it
     record = json.loads(raw)
@@ -132,7 +131,7 @@ def _info_run(args: argparse.Namespace) -> int:
     out = {"path": str(pre.path), "model": pre.path.name, "key": pre.path.name.rsplit("-", 1)[-1],
            "verified": verified,
            "sha256": {name: rec["sha256"] for name, rec in sorted(files.items())},
-           "manifest_sha256": hashlib.sha256(raw).hexdigest(),
+           "manifest_sha256": sha256(raw),
            "origin": came or "trained on this machine (no origin.json)",
            "data_sha256": pre.config.get("data_sha256"),
            **{k: v for k, v in pre.metrics.items() if k != "history"}}
@@ -286,9 +285,8 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reviews", type=int, default=1000,
                    help="first N reviews of the seeded test-set order (default 1000)")
     p.add_argument("--methods", default=None,
-                   help="comma-separated explainers (default: every method of "
-                        "attnxai.registry.METHODS: the seven of Figure 1, then alpha x s, "
-                        "'LIME limit', chapter 9's game values and IG, and 'random')")
+                   help="comma-separated explainers, or 'all' (default: every method of "
+                        "attnxai.registry.METHODS, 'attnxai explain --help' lists them)")
     p.add_argument("--perturbations", default=None, help="replace,delete (default both)")
     p.add_argument("--selections", default=None, help="abs,positive (default both; also signed)")
     p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
 import os
 import shutil
 import stat
@@ -27,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write", "fsync_dir",
-           "open_regular", "probe_writable", "read_small_file", "replace_folder", "write_durably",
-           "writer_lock"]
+           "open_regular", "probe_writable", "read_small_file", "replace_folder", "sha256",
+           "write_durably", "writer_lock"]
 
 #: Temporary files and folders start with this (``.tmp-<target name>-<random>``): readers that
 #: list a folder skip them.
@@ -38,6 +39,12 @@ TMP_PREFIX = ".tmp-"
 WAIT_SECONDS = 12 * 3600.0
 #: The most :func:`read_small_file` reads (settings, manifests, configurations, vocabularies).
 SMALL_FILE_BYTES = 64 << 20
+
+
+def sha256(data: bytes) -> str:
+    """The hex sha256 of ``data`` (the checkpoints' manifests, the published index, a model
+    shipped to workers: one digest everywhere)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def _kind(mode: int) -> str:

@@ -31,7 +31,6 @@ in the cache. :func:`attnxai.pretrained` calls it between the cache and training
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -48,6 +47,7 @@ from .cache import FORMAT_VERSION, cache_key, folder_name
 from .checkpoint import FILES, CheckpointError, checkpoint_files, save_files
 from .data import source_checkout
 from .errors import UserError
+from .files import sha256 as _sha256
 from .files import (TMP_PREFIX, WAIT_SECONDS, atomic_write, replace_folder, write_durably,
                     writer_lock)
 from .profiles import TrainConfig
@@ -73,10 +73,6 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"", "0", "false", "no", "off"}
 class HubError(UserError, RuntimeError):
     """A published model could not be had: downloading is off, the index cannot be read or has
     no model for this code, or a download was refused (the message says which and why)."""
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _describe(exc: BaseException) -> str:

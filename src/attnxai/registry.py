@@ -456,7 +456,7 @@ def _from_text(text: str, hint: Any, where: str) -> Any:
         elif kind is str:
             return text
     names = " or ".join(getattr(k, "__name__", str(k)) for k in kinds)
-    raise ValueError(f"{where}: {text!r} is not a {names}")
+    raise ValueError(f"{where}: {text!r} is not of type {names}")
 
 
 def parse_settings(specs: Iterable[str] | None) -> dict[str, dict[str, Any]]:

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bow", "choice", "explained_class", "integer", "kernel_width", "names", "nonnegative", "num_samples",
-           "positive_int", "random_state", "real_scores", "seed", "target", "text"]
+__all__ = ["bow", "choice", "explained_class", "integer", "kernel_width", "names", "nonnegative",
+           "num_samples", "positive_int", "random_state", "real_scores", "seed", "target", "text"]
 
 _WORD = re.compile(r"\w")
 
