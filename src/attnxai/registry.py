@@ -379,7 +379,8 @@ _GAMES = ("game values", "theory.shapley, theory.banzhaf (bow=True: delete, bow=
 #: Every method, in the order an explanation lists them: the seven of the paper's Figure 1, then
 #: the extra scores (``alpha x s``: attention times the token's own score, the value part of GxI;
 #: LIME's closed-form limit; the Shapley and Banzhaf values of both removal modes and Integrated
-#: Gradients, chapter 9; a random baseline).
+#: Gradients, chapter 9; SmoothGrad, the gradient averaged over noisy embeddings, which no
+#: committed study holds (chapter 7 computes it live); a random baseline).
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("alpha-avg", "token", _GRADIENTS, AttentionSettings, _attention("mean"),
            "the [CLS] attention weight, mean over heads"),
@@ -485,6 +486,7 @@ def parse_settings(specs: Iterable[str] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
+# ---------------------------------------------------------------------- the corpus studies
 def study_settings(methods: Sequence[str], test_index: int,
                    given: Mapping[str, Mapping[str, Any]] | None = None
                    ) -> dict[str, dict[str, Any]]:
