@@ -566,6 +566,13 @@ def test_a_study_sets_any_methods_settings_and_seeds_it_per_review(quick_model, 
     with pytest.raises(ValueError, match="SmoothGrad has no setting"):
         XF.run_faithfulness(tmp_path / "y", profile="quick", reviews=1, methods="SmoothGrad",
                             settings={"SmoothGrad": {"samples": 3}}, progress=False)
+    with pytest.raises(ValueError, match=r"settings for \['LIME'\], which the study does not"):
+        XF.run_faithfulness(tmp_path / "y", profile="quick", reviews=1, methods="SmoothGrad",
+                            settings={"LIME": {"num_samples": 30}}, progress=False)
+    with pytest.raises(ValueError, match="LIME limit and LIME must share kernel_width"):
+        XF.run_faithfulness(tmp_path / "y", profile="quick", reviews=1,
+                            methods="LIME,LIME limit", kernel_width=25.0,
+                            settings={"LIME limit": {"kernel_width": 5.0}}, progress=False)
     assert not (tmp_path / "y").exists()
 
 

@@ -101,21 +101,28 @@ def review_explanation(pre: Any, text: str, *, test_index: int,
     random baseline ``test_index``). ``num_samples`` and ``kernel_width`` go to every method that
     has such a setting (LIME; its limit shares the width); ``settings``: further settings per
     method."""
-    given: dict[str, dict[str, Any]] = {}
-    for m in methods:
-        fields = {f.name for f in dataclasses.fields(METHODS[m].settings)}
-        shared = {k: v for k, v in (("num_samples", num_samples),
-                                    ("kernel_width", kernel_width)) if k in fields}
-        given[m] = {**shared, **(settings or {}).get(m, {})}
+    given = _review_settings(methods, test_index, num_samples, kernel_width, settings)
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
         # the study runs the limit's defaults knowingly (its settings record "default settings";
         # chapter 7 states what they are): no warning per review from every worker
         warnings.simplefilter("ignore", LimitApproximationWarning)
-        return explain(pre, text, list(methods), target=target,
-                       settings={m: v for m, v in study_settings(methods, test_index,
-                                                                 given).items() if v})
+        return explain(pre, text, list(methods), target=target, settings=given)
+
+
+def _review_settings(methods: Sequence[str], test_index: int, num_samples: int,
+                     kernel_width: float, settings: Mapping[str, Mapping[str, Any]] | None
+                     ) -> dict[str, dict[str, Any]]:
+    """The settings of one review's methods: the study's ``num_samples`` and ``kernel_width``
+    where a method has such a field, its further ``settings``, its seed for this review."""
+    given: dict[str, dict[str, Any]] = {}
+    for m in methods:
+        fields = {f.name for f in dataclasses.fields(METHODS[m].settings)}
+        shared = {k: v for k, v in (("num_samples", num_samples),
+                                    ("kernel_width", kernel_width)) if k in fields}
+        given[m] = {**shared, **(settings or {}).get(m, {})}
+    return {m: v for m, v in study_settings(methods, test_index, given).items() if v}
 
 
 def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
@@ -196,15 +203,19 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
 
 
 # ---------------------------------------------------------------- the study
-def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None,
-                     methods: list[str]) -> dict[str, dict[str, Any]]:
-    """The study's further settings per method (``--set``), checked now by building each
-    method's settings (a review's own seed is the study's)."""
+def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None, methods: list[str],
+                     num_samples: int, kernel_width: float) -> dict[str, dict[str, Any]]:
+    """The study's further settings per method (``--set``), checked now by building every
+    method's settings as a review will (a review's own seed is the study's)."""
     if not isinstance(settings, (Mapping, type(None))):
         raise TypeError(f"settings must map a method's name to its settings, got "
                         f"{type(settings).__name__}")
     given = {m: dict(v) for m, v in (settings or {}).items()}
-    resolve_settings(methods, study_settings(methods, 0, given))
+    idle = [m for m in given if m not in methods]
+    if idle:
+        raise ValueError(f"settings for {idle}, which the study does not run (methods: "
+                         f"{', '.join(methods)})")
+    resolve_settings(methods, _review_settings(methods, 0, num_samples, kernel_width, given))
     return given
 
 
@@ -235,7 +246,8 @@ class FaithfulnessStudy(Study):
         self.kernel_width = validate.kernel_width(kernel_width)
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
-        self.method_settings = _method_settings(settings, self.methods)
+        self.method_settings = _method_settings(settings, self.methods, self.num_samples,
+                                                self.kernel_width)
         self.pre = study_model(profile, archive)
         if "LIME" in self.methods:                  # the longest review, before anything runs
             from ..fastlime import check_memory
