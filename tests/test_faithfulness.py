@@ -553,6 +553,7 @@ def test_a_study_sets_any_methods_settings_and_seeds_it_per_review(quick_model, 
     meta = json.loads((out / "_meta.json").read_text())
     assert meta["method settings"] == {"SmoothGrad": {"n_samples": 3}} and "smoothgrad" in meta
     assert "lime" not in meta                          # only the methods the study runs
+    assert "num_samples" not in meta and "kernel_width" not in meta      # LIME's, not run
     df = load_results(out, keys=("test_index",), sort=("rank",))
     for _, row in df.iterrows():
         ex = attnxai.explain(quick_model, imdb.test[int(row.test_index)].text, ["SmoothGrad"],

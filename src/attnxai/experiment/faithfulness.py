@@ -193,8 +193,8 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
                                    methods=settings["methods"],
                                    perturbations=settings["perturbations"],
                                    selections=settings["selections"],
-                                   num_samples=settings["num_samples"],
-                                   kernel_width=settings["kernel_width"],
+                                   num_samples=settings.get("num_samples"),
+                                   kernel_width=settings.get("kernel_width"),
                                    backend=settings["backend"], target=settings["target"],
                                    settings=settings.get("method settings"))
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
@@ -204,9 +204,11 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
 
 # ---------------------------------------------------------------- the study
 def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None, methods: list[str],
-                     num_samples: int, kernel_width: float) -> dict[str, dict[str, Any]]:
-    """The study's further settings per method (``--set``), checked now by building every
-    method's settings as a review will (a review's own seed is the study's)."""
+                     num_samples: int, kernel_width: float
+                     ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The study's further settings per method (``--set``), and every method's settings object
+    as a review builds it (a review's own seed is the study's): every setting checked once,
+    here."""
     if not isinstance(settings, (Mapping, type(None))):
         raise TypeError(f"settings must map a method's name to its settings, got "
                         f"{type(settings).__name__}")
@@ -215,8 +217,15 @@ def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None, methods: 
     if idle:
         raise ValueError(f"settings for {idle}, which the study does not run (methods: "
                          f"{', '.join(methods)})")
-    resolve_settings(methods, _review_settings(methods, 0, num_samples, kernel_width, given))
-    return given
+    resolved = resolve_settings(methods, _review_settings(methods, 0, num_samples,
+                                                          kernel_width, given))
+    return given, resolved
+
+
+def _field_of(resolved: Mapping[str, Any], name: str) -> Any:
+    """The value of the setting ``name`` in the first of the settings objects that has it (None:
+    no method takes it)."""
+    return next((getattr(s, name) for s in resolved.values() if hasattr(s, name)), None)
 
 
 class FaithfulnessStudy(Study):
@@ -242,12 +251,14 @@ class FaithfulnessStudy(Study):
                                             default=PERTURBATIONS, text=True)
         self.selections = validate.names(selections, SELECTIONS, kind="selection",
                                          default=DEFAULT_SELECTIONS, text=True)
-        self.num_samples = validate.num_samples(num_samples)
-        self.kernel_width = validate.kernel_width(kernel_width)
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
-        self.method_settings = _method_settings(settings, self.methods, self.num_samples,
-                                                self.kernel_width)
+        self.method_settings, resolved = _method_settings(settings, self.methods, num_samples,
+                                                          kernel_width)
+        # LIME's samples and width (its limit shares the width), checked by their settings
+        # classes above and recorded only where a method takes them
+        self.num_samples = _field_of(resolved, "num_samples")
+        self.kernel_width = _field_of(resolved, "kernel_width")
         self.pre = study_model(profile, archive)
         if "LIME" in self.methods:                  # the longest review, before anything runs
             from ..fastlime import check_memory
@@ -267,7 +278,8 @@ class FaithfulnessStudy(Study):
                 "ties": "both: 'position' (earlier position first) for every number, and "
                         "'ferret' (later position first) in the columns ending __ferret",
                 "words_to_positions": "every occurrence gets its word's coefficient",
-                "num_samples": self.num_samples, "kernel_width": self.kernel_width,
+                **{k: v for k, v in (("num_samples", self.num_samples),
+                                     ("kernel_width", self.kernel_width)) if v is not None},
                 # each method's own record (registry: compared when a results folder resumes)
                 **study_records(self.methods),
                 **({"method settings": self.method_settings} if self.method_settings else {}),
