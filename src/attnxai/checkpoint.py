@@ -47,7 +47,6 @@ versions. Stale ``.tmp-*`` folders (a writer killed mid-save) are removed by the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -66,6 +65,7 @@ from . import files as _files
 from .cache import FORMAT_VERSION, rebuild_hint
 from .data import check_writable
 from .errors import UserError
+from .files import sha256 as _sha256
 from .files import (SMALL_FILE_BYTES, TMP_PREFIX, atomic_write, open_regular, replace_folder,
                     writer_lock)
 from .interface import ClassifierBase
@@ -107,10 +107,6 @@ class CheckpointWarning(UserWarning):
 
 
 # ---------------------------------------------------------------------- manifest and messages
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def config_sha256(config: dict[str, Any]) -> str:
     """sha256 of a checkpoint config as canonical JSON (sorted keys, no spaces)."""
     return _sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
 import json
 import os
 import re
@@ -34,8 +35,8 @@ from pathlib import Path
 
 __all__ = ["JSON_DEPTH", "SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write",
            "fsync_dir", "json_depth", "loads_json", "open_regular", "output_target",
-           "probe_writable", "read_json", "read_small_file", "replace_folder", "write_durably",
-           "writer_lock"]
+           "probe_writable", "read_json", "read_small_file", "replace_folder", "sha256",
+           "write_durably", "writer_lock"]
 
 #: Temporary files and folders start with this (``.tmp-<target name>-<random>``): readers that
 #: list a folder skip them.
@@ -45,6 +46,12 @@ TMP_PREFIX = ".tmp-"
 WAIT_SECONDS = 12 * 3600.0
 #: The most :func:`read_small_file` reads (settings, manifests, configurations, vocabularies).
 SMALL_FILE_BYTES = 64 << 20
+
+
+def sha256(data: bytes) -> str:
+    """The hex sha256 of ``data`` (the checkpoints' manifests, the published index, a model
+    shipped to workers: one digest everywhere)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def _kind(mode: int) -> str:

@@ -33,7 +33,6 @@ in the cache. :func:`attnxai.pretrained` calls it between the cache and training
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -51,6 +50,7 @@ from .checkpoint import FILES, CheckpointError, check_replaceable, checkpoint_fi
 from .data import source_checkout
 from .download import ENV_OFFLINE, DownloadError, download, offline, redact
 from .errors import UserError
+from .files import sha256 as _sha256
 from .files import (TMP_PREFIX, WAIT_SECONDS, atomic_write, loads_json, replace_folder,
                     write_durably, writer_lock)
 from .profiles import TrainConfig
@@ -74,10 +74,6 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 class HubError(UserError, RuntimeError):
     """A published model could not be had: downloading is off, the index cannot be read or has
     no model for this code, or a download was refused (the message says which and why)."""
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _describe(exc: BaseException) -> str:

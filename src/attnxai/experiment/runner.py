@@ -212,8 +212,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     (:func:`attnxai.experiment.runs_header`)."""
     import datetime as dt
 
-    from tqdm.auto import tqdm
-
+    from ..progress import bar as progress_bar
     from ..provenance import loadavg, source_state
 
     jobs = validate.integer(jobs, "jobs")
@@ -247,8 +246,8 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
                     workers.prepare()                # ship it now: errors before any writing
             held.record()                            # the settings, before the first row
             n_rows = sum(len(c) for c in chunks)
-            bar = tqdm(total=n_rows, desc=study.name, unit="row", disable=not progress,
-                       smoothing=0.05)
+            bar = progress_bar(total=n_rows, desc=study.name, unit="row",
+                               disable=not progress, smoothing=0.05)
             for i, rows in enumerate(workers.map_unordered(study.task(), chunks)):
                 order = min((r.get("rank", i) for r in rows), default=i)
                 store.write_part(out, rows, order, settings)
