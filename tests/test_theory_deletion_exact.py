@@ -202,6 +202,20 @@ def test_default_route_follows_the_budget():
         theory.lime_limit(pre, text, bow=True, budget=0)
 
 
+def test_lime_law_beyond_the_budget_is_the_token_chain_by_name():
+    """law='lime' asked for explicitly: the exact route within the budget, the chain over tokens
+    (positions='tokens', each occurrence its own feature) beyond it, as before this route."""
+    pre = make_tiny(seed=10)
+    text = tiny_text(14, seed=10, unknown=False)
+    tokens = theory.lime_limit(pre, text, bow=True, law="lime", positions="tokens")
+    np.testing.assert_array_equal(theory.lime_limit(pre, text, bow=True, law="lime", budget=0),
+                                  tokens)
+    exact = theory.lime_limit(pre, text, bow=True, law="lime")
+    assert np.abs(exact - tokens).max() > 1e-6
+    np.testing.assert_array_equal(exact, theory.lime_limit(pre, text, bow=True,
+                                                           positions="exact"))
+
+
 def test_refusals():
     pre = make_tiny(seed=9)
     text = tiny_text(14, seed=9, unknown=False)
