@@ -319,7 +319,7 @@ def test_an_empty_scheduler_or_a_superscript_target_is_one_line(tiny_cli, monkey
     for target in ("²", "١"):                                   # a superscript, an Arabic digit
         assert cli.main(["explain", "a good film", "--methods", "alpha-avg",
                          "--target", target]) == 2
-        assert "--target must be a class index or 'predicted'" in _one_line(capsys)
+        assert "target must be a class index or 'predicted'" in _one_line(capsys)
 
 
 # ====================================================================== 5, 6. the network
