@@ -19,6 +19,7 @@ from attnxai import theory
 from attnxai.theory import deletion_routes as dr
 from attnxai.theory import shapley_values as sv
 from attnxai.theory.lime_inputs import resolve
+from attnxai.theory.lime_inputs import tables as lr_tables
 
 
 # ---------------------------------------------------------------- the reference, by enumeration
@@ -216,6 +217,17 @@ def test_lime_law_beyond_the_budget_is_the_token_chain_by_name():
                                                            positions="exact"))
 
 
+def test_distinct_words_are_one_configuration():
+    """No repeated word: one configuration, the chain itself, whatever the route."""
+    pre = make_tiny(seed=11)
+    text = "good film but the plot was boring"
+    chain = theory.shapley(pre, text, bow=True, ksub=3)
+    for route in ("exact", "sampled"):
+        res = theory.deletion_game(pre, text, "shapley", route=route)
+        assert res.configs == 1 and res.n_repeated == 0 and res.converged
+        close(res.values, chain, tol=1e-10 if route == "exact" else 1e-4)
+
+
 def test_refusals():
     pre = make_tiny(seed=9)
     text = tiny_text(14, seed=9, unknown=False)
@@ -225,6 +237,12 @@ def test_refusals():
         theory.deletion_game(pre, text, "owen")
     with pytest.raises(ValueError, match="0 < p < 1"):
         sv.effect_curves(pre, text, [0.0, 0.5], bow=True)
+    with pytest.raises(NotImplementedError, match="padding"):
+        theory.deletion_game(make_tiny("unk", seed=9), text)
+    with pytest.raises(ValueError, match="0/1 array"):
+        from attnxai.theory import lime_repeats as lr
+        model, ids, feats = resolve(pre, text, True, None)
+        lr.config_sums(lr_tables(model, ids), feats, np.ones(len(feats) + 1), np.full((2, 3), 2))
     with pytest.raises(ValueError, match="positions='tokens'"):
         theory.lime_limit(pre, text, bow=True, law="discrete", positions="exact")
 

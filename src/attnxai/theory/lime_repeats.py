@@ -231,7 +231,10 @@ def config_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, configs: np.
     the sums are of ``f - shift[k]`` for head ``k`` (a constant the values do not depend on,
     which the sampled route subtracts to cut its variance)."""
     lay = repeat_layout(feats, tb.T)
-    configs = np.ascontiguousarray(configs, dtype=np.int64).reshape(-1, lay.R)
+    configs = np.ascontiguousarray(configs, dtype=np.int64)
+    if configs.ndim != 2 or configs.shape[1] != lay.R or not np.isin(configs, (0, 1)).all():
+        raise ValueError(f"configs must be a 0/1 array (n_configs, {lay.R}), one column per "
+                         f"repeated word, got shape {configs.shape}")
     omega = np.ascontiguousarray(config_weights(W, lay, configs))
     n, C, ds = tb.T - 1, configs.shape[0], lay.d_s
     out = np.zeros((tb.n_heads, C, lay.d + 1))
