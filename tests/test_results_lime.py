@@ -35,7 +35,11 @@ def refused(exc: ValueError) -> bool:
 
 # ---------------------------------------------------------------- an independent reference
 def lime_law_mp(d: int, nu: float):
-    """All z in {0,1}^d with lime's probability and kernel weight, in 40-digit arithmetic."""
+    """All z in {0,1}^d with lime's probability and kernel weight, in 40-digit arithmetic, written
+    out here from lime_text.py's own steps (no code of attnxai): lime draws the number of removed
+    features s uniformly in 1..d, then which ones uniformly (probability 1 / (d C(d, s))); the
+    distance is 100 times sklearn's cosine distance between z and the all-ones row, and the
+    weight ``sqrt(exp(-D^2 / nu^2))``."""
     mpmath.mp.dps = 40
     rows = []
     for z in itertools.product((0, 1), repeat=d):
@@ -43,8 +47,11 @@ def lime_law_mp(d: int, nu: float):
         if s == 0:                      # sample 0 (z = 1) has probability 0 as n -> infinity
             continue
         prob = mpmath.mpf(1) / (d * math.comb(d, s))
-        dist = 100 * (1 - mpmath.sqrt(mpmath.mpf(d - s) / d))
-        w = mpmath.mpf(1) if math.isinf(nu) else mpmath.exp(-dist ** 2 / (2 * mpmath.mpf(nu) ** 2))
+        dot = sum(mpmath.mpf(x) for x in z)                      # z . 1
+        norms = mpmath.sqrt(sum(mpmath.mpf(x) ** 2 for x in z)) * mpmath.sqrt(d)
+        dist = 100 * (1 - dot / norms)
+        w = mpmath.mpf(1) if math.isinf(nu) else mpmath.sqrt(mpmath.exp(-dist ** 2
+                                                                       / mpmath.mpf(nu) ** 2))
         rows.append((z, prob * w))
     return rows
 
@@ -158,17 +165,25 @@ def test_limit_through_the_kept_fraction(df, linear):
 
 
 # ---------------------------------------------------------------- chapter 6
-def exact(model, ids, bow, nu, feats=None):
-    """(LIME's limit by the 2^d sum, the largest |f| over the perturbed documents)."""
-    feats = feats if feats is not None else la.document_features(ids[1:].tolist(), bow)
+def lime_features(ids, bow: bool) -> list:
+    """lime's features, written out: each distinct word with all its positions, in order of first
+    occurrence (``bow=True``), or one per position (``bow=False``)."""
+    if not bow:
+        return [np.array([t]) for t in range(1, ids.size)]
+    first = list(dict.fromkeys(ids[1:].tolist()))
+    return [np.flatnonzero(ids == w) for w in first]
+
+
+def exact(model, ids, bow, nu, feats=None, head=None):
+    """(LIME's limit by the 2^d sum, the largest |f| over the perturbed documents): the model run
+    on every perturbed document (``perturbed_outputs``: its forward pass, which no closed form
+    uses) and the weighted normal equations in 40 digits (:func:`beta_mp`), with lime's law and
+    kernel written out in this file: no code shared with the closed forms."""
+    feats = feats if feats is not None else lime_features(ids, bow)
     Z = np.array(list(itertools.product((0.0, 1.0), repeat=len(feats))))
-    y = lx.perturbed_outputs(model, ids, feats, Z, bow)
-    return lt.beta_exact(as_values(Z, y), len(feats), nu)[1], float(np.abs(y).max())
-
-
-def as_values(Z, y):
-    table = {tuple(int(x) for x in z): v for z, v in zip(Z, y)}
-    return lambda W: np.array([table[tuple(int(x) for x in w)] for w in W])
+    y = lx.perturbed_outputs(model, ids, feats, Z, bow, head=head)
+    table = {tuple(int(x) for x in z): float(v) for z, v in zip(Z, y)}
+    return beta_mp(table, len(feats), nu), float(np.abs(y).max())
 
 
 def _closed_or_refused(call, d=None, nu=None):
@@ -272,9 +287,7 @@ def test_lime_is_linear_in_the_explained_function(spec, nu, bow, seed, data):
         if per_head is None:
             return
         for i in range(model.n_heads):
-            ref = lt.beta_exact(lambda z, i=i: lx.perturbed_outputs(model, ids, feats, z, bow,
-                                                                    head=i), len(feats), nu)[1]
-            assert relative(per_head[i], ref, 1.0) < 1e-8
+            assert relative(per_head[i], exact(model, ids, bow, nu, feats, head=i)[0], 1.0) < 1e-8
         assert relative(per_head.mean(0), exact(model, ids, bow, nu, feats)[0], 1.0) < 1e-8
 
 
