@@ -1,9 +1,12 @@
 """Falsification tests of the LIME results of chapters 5 and 6: each tries to break its labelled
 statement on random functions of the perturbation, random float64 models and documents, and
 kernel widths from 0.3 (where lime's weights underflow and the closed forms must refuse) to the
-wide-kernel limit. The reference is always an independent computation: the sum over all 2^d
-perturbations under lime's law (here in 40-digit arithmetic for chapter 5, by the model run on
-every perturbed document for chapter 6). Marker ``falsifies``: ``tests/test_results_registry.py``;
+wide-kernel limit. The reference shares no code with the closed forms: the weighted normal
+equations over all 2^d perturbations in 40-digit arithmetic, with lime's law, cosine distance and
+kernel written out in this file (:func:`beta_mp`), on a table of any function (chapter 5) or on
+the model's outputs on every perturbed document (chapter 6: its forward pass, which no closed form
+uses); for independent removal, the theorem's right-hand side written out here on the 2^d sums
+under Bernoulli(p). Marker ``falsifies``: ``tests/test_results_registry.py``;
 settings: ``tests/hypo.py``."""
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def lime_law_mp(d: int, nu: float):
     out here from lime_text.py's own steps (no code of attnxai): lime draws the number of removed
     features s uniformly in 1..d, then which ones uniformly (probability 1 / (d C(d, s))); the
     distance is 100 times sklearn's cosine distance between z and the all-ones row, and the
-    weight ``sqrt(exp(-D^2 / nu^2))``."""
+    weight ``sqrt(exp(-D^2 / nu^2))`` (sklearn's similarity of the all-zero row is 0)."""
     mpmath.mp.dps = 40
     rows = []
     for z in itertools.product((0, 1), repeat=d):
@@ -49,11 +52,19 @@ def lime_law_mp(d: int, nu: float):
         prob = mpmath.mpf(1) / (d * math.comb(d, s))
         dot = sum(mpmath.mpf(x) for x in z)                      # z . 1
         norms = mpmath.sqrt(sum(mpmath.mpf(x) ** 2 for x in z)) * mpmath.sqrt(d)
-        dist = 100 * (1 - dot / norms)
+        dist = 100 * (1 - (dot / norms if norms else 0))        # sklearn: a zero row, 0
         w = mpmath.mpf(1) if math.isinf(nu) else mpmath.sqrt(mpmath.exp(-dist ** 2
                                                                        / mpmath.mpf(nu) ** 2))
         rows.append((z, prob * w))
     return rows
+
+
+def lime_law_by_size_mp(d: int, nu: float):
+    """[(s, P(s removed) * kernel weight)] for s = 1..d: :func:`lime_law_mp` summed by size."""
+    by = {}
+    for z, q in lime_law_mp(d, nu):
+        by[d - sum(z)] = by.get(d - sum(z), 0) + q
+    return sorted(by.items())
 
 
 def beta_mp(values: dict, d: int, nu: float) -> np.ndarray:
@@ -239,19 +250,27 @@ def test_independent_removal_limit(spec, ids, uniform, data):
                                                   lambda_step=0.25), d, nu)
     if got is None:
         return
-    law = lt.removal_law(d, nu)
+    # the theorem's right-hand side, written out here: lime's law of the kept fraction p = (d-s)/d,
+    # s uniform in 1..d, tilted by the kernel of lime's distance 100 (1 - sqrt(p)); the effects
+    # and the mean output by the 2^d sum under Bernoulli(p)
+    ps = (d - np.arange(1, d + 1)) / d
+    tilt = np.array([float(w) for _, w in lime_law_by_size_mp(d, nu)])
+    tilt = tilt / tilt.sum()
     feats = [np.array([t]) for t in range(1, d + 1)]
     Z = np.array(list(itertools.product((0.0, 1.0), repeat=d)))
     y = lx.perturbed_outputs(model, ids, feats, Z, False)
-    delta, phi = np.zeros((law.p.size, d)), np.zeros(law.p.size)
-    for i, p in enumerate(law.p):
+    delta, phi = np.zeros((ps.size, d)), np.zeros(ps.size)
+    for i, p in enumerate(ps):
         prob = np.prod(np.where(Z == 1, p, 1 - p), axis=1)
         phi[i] = prob @ y
         for j in range(d):
             on, off = prob * Z[:, j], prob * (1 - Z[:, j])
             delta[i, j] = ((on @ y) / on.sum() if on.sum() > 0 else 0.0) - \
                 ((off @ y) / off.sum() if off.sum() > 0 else 0.0)
-    independent = lt.beta_from_effects(law, delta, phi)
+    w = ps * (1 - ps)
+    mean_p = tilt @ ps
+    main = tilt @ (w[:, None] * (delta - delta.mean(axis=1, keepdims=True))) / (tilt @ w)
+    independent = main + (tilt @ ((ps - mean_p) * phi)) / (d * (tilt @ (ps - mean_p) ** 2))
     scale = float(np.abs(y).max())
     assert relative(got, independent, scale) < 1e-9 + rounding(d, nu)
     if uniform:
