@@ -1,21 +1,25 @@
 """Mutation testing of the book's stated results: does a plausible bug in a closed form (or in a
-metric) make the tests of that result fail?
+metric, or a validator) make the tests of that result fail?
 
 Each mutant of :data:`MUTANTS` changes one expression of ``src/attnxai`` (``theory/``,
-``faithfulness.py``, ``fastlime/``) into a plausible wrong one, and names what should catch it:
-``label``, a ``:label:`` of a theorem or proposition of the book, whose tests are the ones
-marked ``@pytest.mark.falsifies(label)`` (read by ``tests/test_results_registry.py``), and/or
-``tests``, explicit test ids (for code no stated result covers: fastlime's equality with lime,
-the metrics' equality with ferret). The mutant is applied to a copy of ``src/`` in a temporary
-directory (the working tree is never changed) and only those tests run, one process, one thread,
-under ``nice``. Outcomes: ``killed`` (a test failed), ``survived`` (all passed), ``stale`` (the
-expression is no longer in the source: update the mutant), ``timeout``. A mutant that is
-``equivalent`` for its tests says why (``equivalent=...``): it cannot change what they check.
+``faithfulness.py``, ``fastlime/``, ``validate.py``) into a plausible wrong one, and names what
+should catch it: ``label``, a ``:label:`` of a theorem or proposition of the book, whose tests are
+the ones marked ``@pytest.mark.falsifies(label)`` (read by ``tests/test_results_registry.py``),
+and/or ``tests``, explicit test ids (for code no stated result covers: fastlime's equality with
+lime, the metrics' equality with ferret, the validators' answers to valid input). The two sets
+run separately, so the report says whether the label's tests alone kill a mutant. The mutant is
+applied to a copy of ``src/`` in a temporary directory (the working tree is never changed) and
+only those tests run, one process, one thread, under ``nice``, hypothesis without shrinking
+(``ATTNXAI_HYPOTHESIS_NO_SHRINK=1``: only whether a test fails matters). Outcomes: ``killed`` (a
+test failed; the first error line is recorded), ``survived`` (all passed), ``stale`` (the
+expression is no longer in the source: update the mutant), ``timeout``. A mutant ``equivalent``
+for its label's tests says why (``equivalent=...``): it cannot change what they check, and its
+own ``tests`` (if any) must kill it. A baseline run of the unmutated source on the union of the
+tests comes first and must pass (so no kill is a test's own error).
 
-``python benchmarks/mutation.py`` runs every mutant (about 10 minutes on one core) and writes
-``book/data/mutation_report.csv``; ``--only ID ...`` reruns some (their rows replace those of the last report); ``--list`` prints
-them. Not part of
-``make test``. The first run is the unmutated source on the union of the tests (it must pass).
+``python benchmarks/mutation.py`` runs every mutant (about 30 minutes on a loaded core) and writes
+``book/data/mutation_report.csv``; ``--only ID ...`` reruns some (their rows replace those of the
+last report); ``--list`` prints them. Not part of ``make test``.
 """
 
 from __future__ import annotations
