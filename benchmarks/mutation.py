@@ -166,7 +166,8 @@ MUTANTS: tuple[Mutant, ...] = (
            '"insertion_auc": np.trapezoid(icurve, fractions)',
            '"insertion_auc": np.trapezoid(dcurve, fractions)',
            "the insertion area computed on the deletion curve", label="prop-faith-flip",
-           tests=("tests/test_faithfulness.py::test_cls_is_never_removed_and_curve_endpoints",),
+           tests=("tests/test_faithfulness.py::"
+                  "test_curves_and_areas_against_the_model_on_every_prefix",),
            equivalent="for prop-faith-flip: the deletion area of the other class is 1 - that of "
                       "this class too, so the proposition holds for the wrong area as well"),
     Mutant("faith-aopc-duplicates", "faithfulness.py",
