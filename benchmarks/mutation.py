@@ -76,6 +76,10 @@ _NODES = ("theory/shapley_values.py", "n_nodes = min(max(1, math.ceil(d / 2)), c
           "n_nodes = min(max(1, math.ceil((d - 1) / 2)), cap)",
           "Shapley's default Gauss nodes ceil((d-1)/2): one short for odd d")
 
+_FERRET_TIES = ("faithfulness.py", 'order = np.argsort(key, kind="stable")[::-1]',
+                'order = np.argsort(-key, kind="stable")',
+                'ties="ferret" taking the earlier position first')
+
 MUTANTS: tuple[Mutant, ...] = (
     # ---- chapter 5-6: LIME's limit
     Mutant("lime-distance-sqrt/chain", *_DIST, label="thm-lime-chain"),
@@ -176,10 +180,11 @@ MUTANTS: tuple[Mutant, ...] = (
            label="prop-faith-two-classes", tests=FERRET,
            equivalent="for prop-faith-two-classes: any averaging of the same sizes negates "
                       "with the class (ferret's tests must kill it)"),
-    Mutant("faith-ferret-ties", "faithfulness.py",
-           'order = np.argsort(key, kind="stable")[::-1]',
-           'order = np.argsort(-key, kind="stable")',
-           'ties="ferret" taking the earlier position first', tests=FERRET),
+    Mutant("faith-ferret-ties", *_FERRET_TIES, tests=FERRET),
+    Mutant("faith-ferret-ties/vendored", *_FERRET_TIES, tests=FERRET[:2]),
+    Mutant("faith-positive-zero/vendored", "faithfulness.py", "order = order[s[order] > 0]",
+           "order = order[s[order] >= 0]", "the positive rule keeping zero scores",
+           tests=FERRET[:2]),
     # ---- the validators: valid input must be answered (tests/test_properties.py)
     Mutant("validate-numpy-ints", "validate.py",
            "if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):\n"

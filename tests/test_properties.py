@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import WORDS, make_tiny
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import attnxai
@@ -282,6 +282,8 @@ def valid_lime(pre, text, target, kw) -> bool:
 @examples(40)
 @given(text=mostly(known_texts, st.one_of(word_texts, st.text(max_size=20), not_texts)),
        target=targets, kw=lime_settings)
+@example(text="good film", target=1, kw={"num_samples": 2})     # the smallest valid budget
+@example(text="bad", target=np.int64(0), kw={"kernel_width": 1e-3, "random_state": 2**32 - 1})
 def test_fastlime_explain(text, target, kw):
     pre = MODELS["mask"]
     kw.setdefault("num_samples", 30)
