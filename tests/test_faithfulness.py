@@ -38,7 +38,9 @@ def ferret_port(model, ids, scores, *, remove_tokens=True, only_pos=True, target
     rationales from np.argsort, sizes int(q * n), q = np.arange(0.1, 1.1, 0.1), a rationale equal
     to the previous one skipped, comprehensiveness 0 / sufficiency 1 when none; tau-LOO with
     deletion (ferret's 'remove' strategy). ``kind``: the argsort ferret calls (None: numpy's
-    default, as ferret; "stable": the same with ties in position order)."""
+    default, as ferret; "stable": the same with ties in position order). The signed branch is
+    ferret's as meant: ferret's own ``id_top_k == []`` on an array raises ValueError on numpy >=
+    1.25 (tests/test_faithfulness_ferret.py runs ferret's code itself and checks that)."""
     cls, unk = int(ids[0]), model.unk_id
     baseline = _probs(model, [list(ids)], target)[0]
     input_ids = list(ids[1:])
