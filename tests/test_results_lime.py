@@ -168,6 +168,16 @@ def test_limit_through_the_kept_fraction(df, linear):
     first = (d - 1) / d * law.mean(w[:, None] * (D - Dbar[:, None])) / law.mean(w)
     common = (law.mean((p - law.mean(p)) * cond_mean) + law.mean(w * Dbar)) / (d * var)
     assert relative(first + common, beta_mp(table, d, nu), scale) < rounding(d, nu)
+    # beta_from_effects is the profile form E[w (delta - mean delta)] / E[w] + Cov(p, Phi) /
+    # (d Var p), w = p (1 - p), under lime's law written out here, for any effects and outputs
+    tilt = np.array([float(q) for _, q in lime_law_by_size_mp(d, nu)])
+    tilt = tilt / tilt.sum()
+    ps = (d - np.arange(1, d + 1)) / d
+    mean_p = tilt @ ps
+    profile = (tilt @ ((ps * (1 - ps))[:, None] * (D - D.mean(axis=1, keepdims=True)))
+               / (tilt @ (ps * (1 - ps))) + tilt @ ((ps - mean_p) * cond_mean)
+               / (d * (tilt @ (ps - mean_p) ** 2)))
+    assert relative(lt.beta_from_effects(law, D, cond_mean), profile, scale) < rounding(d, nu)
     # the second display is exact for every f linear in z: delta_j = c_j, Phi = c_0 + p sum c
     c0, c = linear[0], np.array(linear[1:d + 1])
     approx = lt.beta_from_effects(law, np.tile(c, (p.size, 1)), c0 + p * c.sum())
@@ -307,7 +317,11 @@ def test_lime_is_linear_in_the_explained_function(spec, nu, bow, seed, data):
             return
         for i in range(model.n_heads):
             assert relative(per_head[i], exact(model, ids, bow, nu, feats, head=i)[0], 1.0) < 1e-8
-        assert relative(per_head.mean(0), exact(model, ids, bow, nu, feats)[0], 1.0) < 1e-8
+        whole_limit = la.lime_limit(model, ids, bow=bow, kernel_width=nu, features=feats,
+                                    law="lime", ksub=2)
+        ref = exact(model, ids, bow, nu, feats)[0]
+        assert relative(per_head.mean(0), ref, 1.0) < 1e-8
+        assert relative(whole_limit, ref, 1.0) < 1e-8            # lime_limit: the heads' mean
 
 
 def test_the_papers_formula_is_off_by_three_halves_for_uniform_attention():
