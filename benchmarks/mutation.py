@@ -356,14 +356,18 @@ def summary(rows: list[dict]) -> None:
     own ``tests``)."""
     live = [r for r in rows if r["outcome"] != "stale"]
     killed = sum(r["outcome"] == "killed" for r in live)
+    equivalent = sum(r["outcome"] != "killed" and bool(r["equivalent"]) for r in live)
     by_label = [r for r in live if r["label"] and not r["equivalent"]]
     k_label = sum(r["label_outcome"] == "killed" for r in by_label)
     print(f"killed {killed} of {len(live)} mutants"
           + (f" ({killed / len(live):.0%})" if live else "")
-          + f"; by their label's tests alone {k_label} of {len(by_label)} not equivalent for it")
+          + f"; {equivalent} survivor(s) shown equivalent, "
+          + f"{len(live) - killed - equivalent} not; by their label's tests alone {k_label} of "
+          + f"{len(by_label)} not equivalent for their label")
     for r in rows:
         if r["outcome"] != "killed":
-            print(f"  {r['id']}: {r['outcome']}")
+            print(f"  {r['id']}: {r['outcome']}" + (f", equivalent: {r['equivalent']}"
+                                                     if r["equivalent"] else " (NOT shown equivalent)"))
         elif r["label"] and r["label_outcome"] != "killed":
             print(f"  {r['id']}: survives {r['label']}'s tests"
                   + (f", equivalent for them: {r['equivalent']}" if r["equivalent"] else
