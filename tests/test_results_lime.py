@@ -307,7 +307,8 @@ def test_lime_is_linear_in_the_explained_function(spec, nu, bow, seed, data):
     heads = [fastlime.explain_instance(head(i), text, random_state=seed, **kw) for i in range(model.n_heads)]
     assert all(h.words == whole.words for h in heads)
     mean = np.mean([h.coef for h in heads], axis=0)
-    assert relative(mean, whole.coef) < 1e-9
+    # rounding relative to the outputs explained (coefficients can all be rounding noise)
+    assert relative(mean, whole.coef, float(np.abs(whole.prediction).max())) < 1e-9
     # and the limits: each head's closed form against its own 2^d sum, their mean against f's
     if not bow or len(set(text.split())) == len(text.split()):
         ids, feats = la.text_inputs(pre, text, bow=bow)
