@@ -13,7 +13,7 @@ vector has one entry per word position (``[CLS]`` excluded).
 
 **Equal to ferret, exactly when.** Comprehensiveness, sufficiency and tau-LOO equal those of
 ferret's own evaluators (g8a9/ferret at 22935f8, run on the same float64 model:
-``tests/test_faithfulness_ferret.py``) to rounding (1e-12; float32 models agree only to ~1e-7)
+``tests/test_faithfulness_ferret.py``) to rounding (1e-12; float32 models only to float32 rounding)
 when the scores have **no ties**, for deletion (ferret's default ``remove_tokens=True``) and for
 replacement with ferret's ``[MASK]`` read as UNK (``remove_tokens=False``), under the positive
 rule (ferret's default) and the signed rule; tau-LOO with deletion only (ferret always deletes).
