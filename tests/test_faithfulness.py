@@ -42,7 +42,9 @@ def ferret_port(model, ids, scores, *, remove_tokens=True, only_pos=True, target
     rationales from np.argsort, sizes int(q * n), q = np.arange(0.1, 1.1, 0.1), a rationale equal
     to the previous one skipped, comprehensiveness 0 / sufficiency 1 when none; tau-LOO with
     deletion (ferret's 'remove' strategy). ``kind``: the argsort ferret calls (None: numpy's
-    default, as ferret; "stable": the same with ties in position order)."""
+    default, as ferret; "stable": the same with ties in position order). The signed branch is
+    ferret's as meant: ferret's own ``id_top_k == []`` on an array raises ValueError on numpy >=
+    1.25 (tests/test_faithfulness_ferret.py runs ferret's code itself and checks that)."""
     cls, unk = int(ids[0]), model.unk_id
     baseline = _probs(model, [list(ids)], target)[0]
     input_ids = list(ids[1:])
@@ -128,6 +130,40 @@ def test_fast_and_model_backends_agree_with_one_call_per_perturbation(padding, m
     for key, (d, i) in fast.curves.items():
         np.testing.assert_allclose(d, slow.curves[key][0], atol=1e-12, rtol=0)
         np.testing.assert_allclose(i, slow.curves[key][1], atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("pert", F.PERTURBATIONS)
+def test_curves_and_areas_against_the_model_on_every_prefix(pert):
+    """The deletion and insertion curves (the book's own measures: ferret has none) against the
+    model run here on the documents without / with only each prefix of the ranking, and their
+    areas against the trapezoidal rule written out."""
+    pre = make_tiny(seed=5)
+    ids = _doc(pre, 13, seed=2)
+    n = ids.size - 1
+    s = np.random.default_rng(1).standard_normal(n)
+    res = F.evaluate(pre, ids, {"s": s}, selections="abs", perturbations=pert)
+    order = np.argsort(-np.abs(s), kind="stable")
+    fr = F.CURVE_FRACTIONS
+    cls, words, unk = int(ids[0]), [int(w) for w in ids[1:]], pre.model.unk_id
+
+    def doc(keep):
+        if pert == "delete":
+            return [cls] + [w for w, k in zip(words, keep) if k]
+        return [cls] + [w if k else unk for w, k in zip(words, keep)]
+
+    without, only = [], []
+    for f in fr:
+        top = np.zeros(n, bool)
+        top[order[:int(round(f * 20)) * n // 20]] = True
+        without.append(doc(~top))
+        only.append(doc(top))
+    want = {"deletion": _probs(pre.model, without), "insertion": _probs(pre.model, only)}
+    curves = dict(zip(("deletion", "insertion"), res.curves[("s", pert, "abs")]))
+    for kind, y in want.items():
+        np.testing.assert_allclose(curves[kind], y, rtol=0, atol=1e-12)
+        area = sum((fr[i + 1] - fr[i]) * (y[i] + y[i + 1]) / 2 for i in range(fr.size - 1))
+        assert res.value("s", f"{kind}_auc", perturbation=pert, selection="abs") == \
+            pytest.approx(area, abs=1e-12), kind
 
 
 def test_cls_is_never_removed_and_curve_endpoints():

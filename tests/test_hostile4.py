@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_checkpoint import LABELLED_SHA, cached_folder, tiny_pretrained
+from checkpoints import LABELLED_SHA, cached_folder, tiny_pretrained
 from test_hostile import Squares, _one_line, holder, tiny_cli  # noqa: F401 - fixtures
 
 from attnxai import checkpoint, cli, files, trained

@@ -23,8 +23,8 @@ from attnxai.cache import cache_key
 from attnxai.checkpoint import FILES, ORIGIN, load, save
 from attnxai.data import IMDb, Review
 from attnxai.profiles import get_config
-from test_checkpoint import (LABELLED_SHA, _env, cached_folder, flip_byte, same_weights,
-                             tiny_pretrained)
+from checkpoints import (LABELLED_SHA, cached_folder, child_env, flip_byte, same_weights,
+                         tiny_pretrained)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -371,7 +371,7 @@ def test_two_processes_that_download_at_once_download_once(served, tmp_path):
     pre, published, server, cache = served
     script = tmp_path / "download.py"
     script.write_text(DOWNLOADER)
-    env = _env(ATTNXAI_CACHE=str(cache), ATTNXAI_MODELS_URL=server.url, ATTNXAI_OFFLINE="0")
+    env = child_env(ATTNXAI_CACHE=str(cache), ATTNXAI_MODELS_URL=server.url, ATTNXAI_OFFLINE="0")
     server.gated = "/model.safetensors"
     server.gate.clear()                        # the first download stops at the weights
     run = lambda: subprocess.Popen([sys.executable, str(script)], env=env, text=True,
