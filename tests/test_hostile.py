@@ -40,19 +40,12 @@ from attnxai.cache import FORMAT_VERSION, cache_key
 from attnxai.checkpoint import MANIFEST, CheckpointError
 from attnxai.errors import ClusterError, NotARegularFile, OverBudget, UserError
 from attnxai.experiment import store
-from attnxai.experiment.runner import Study, chunked, open_workers, run
+from attnxai.experiment.runner import open_workers, run
 from attnxai.profiles import get_config
+from hostile_kit import ROOT, Squares, _env, _one_line, _squares, holder, tiny_cli  # noqa: F401 - fixtures
 
-ROOT = Path(__file__).resolve().parents[1]
 LABELLED_SHA = "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066"
 UNWRITABLE = Path("/sys/kernel")           # refuses new files even for root (sysfs)
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "ATTNXAI_IMDB_ARCHIVE"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"),
-                                         env.get("PYTHONPATH", "")])
-    return env
 
 
 def _unwritable() -> Path:
@@ -68,33 +61,6 @@ def _unwritable() -> Path:
 
 
 # ====================================================================== results folders
-class Squares(Study):
-    """A study with no model: row i holds i squared (``offset`` changes the settings)."""
-
-    key_columns = ("i",)
-    name = "squares"
-
-    def __init__(self, n: int = 6, offset: int = 0, chunk: int = 2):
-        self.n, self.offset, self.chunk = n, offset, chunk
-
-    def settings(self):
-        return {"n": self.n, "offset": self.offset}
-
-    def plan(self, done):
-        return chunked([{"i": i} for i in range(self.n) if (i,) not in done], self.chunk)
-
-    def task(self):
-        return _squares
-
-    def finish(self, out, jobs, client, progress):
-        return 0
-
-
-def _squares(items):
-    return [{"i": it["i"], "rank": it["i"], "y": float(it["i"] ** 2), "words": ["a", "b"][:it["i"]],
-             "coef": [0.5 * it["i"]] * 3} for it in items]
-
-
 class MetaSpy(Squares):
     """Checks, in its first chunk, that the folder already records the settings."""
 
@@ -109,36 +75,6 @@ class _meta_spy:
     def __call__(self, items):
         assert json.loads((Path(self.out) / "_meta.json").read_text()) == self.settings
         return _squares(items)
-
-
-HOLDER = textwrap.dedent("""
-    import json, sys
-    from pathlib import Path
-    from attnxai.experiment import store
-    out, settings = Path(sys.argv[1]), json.loads(sys.argv[2])
-    with store.hold(out, settings, ["attnxai", "holder"]) as held:
-        held.record()
-        print("held", flush=True)
-        sys.stdin.read()                      # hold until the test closes our stdin
-""")
-
-
-@pytest.fixture
-def holder(tmp_path):
-    """Start a process that holds a results folder (with given settings) until released."""
-    procs = []
-
-    def start(out: Path, settings: dict):
-        p = subprocess.Popen([sys.executable, "-c", HOLDER, str(out), json.dumps(settings)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
-        assert p.stdout.readline().strip() == "held"           # an event, not a sleep
-        procs.append(p)
-        return p
-
-    yield start
-    for p in procs:
-        p.stdin.close()
-        p.wait(timeout=60)
 
 
 def test_a_second_writer_is_refused_whatever_its_settings(tmp_path, holder):
@@ -662,20 +598,6 @@ def test_an_unreachable_scheduler_fails_after_its_timeout_and_exits_cleanly():
 
 
 # ====================================================================== the command line
-@pytest.fixture
-def tiny_cli(monkeypatch):
-    pre = make_tiny(seed=3)
-    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", **kw: pre)
-    return pre
-
-
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert "Traceback" not in err and len(lines) == 1, err
-    return lines[0]
-
-
 def test_html_into_a_folder_or_an_unwritable_place_is_refused_before_computing(tiny_cli, tmp_path,
                                                                                monkeypatch, capsys):
     """Before (item 10): `explain ... --html` into a folder, a read-only or a no-permission

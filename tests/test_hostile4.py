@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from checkpoints import LABELLED_SHA, cached_folder, tiny_pretrained
-from test_hostile import Squares, _one_line, holder, tiny_cli  # noqa: F401 - fixtures
+from hostile_kit import Squares, _one_line, holder, tiny_cli  # noqa: F401 - fixtures
 
 from attnxai import checkpoint, cli, files, trained
 from attnxai import download as dl
@@ -253,7 +253,7 @@ def test_a_served_checkpoint_with_impossible_shapes_falls_back_to_training(
         tmp_path, monkeypatch, capsys, no_allocation):
     """Before (case 7): such a checkpoint served by the hub made `train` crash (RuntimeError)
     instead of refusing the download and training."""
-    from test_hub import TINY, Server, _synthetic
+    from hubserver import TINY, Server, _synthetic
 
     from attnxai import Pretrained, hub
     from attnxai.cache import cache_key
@@ -496,7 +496,7 @@ def test_offline_means_no_network_at_all(tmp_path, monkeypatch):
 def test_credentials_in_the_models_url_are_never_shown_nor_stored(tmp_path, monkeypatch, capsys):
     """Before (case 11): the user and password of ATTNXAI_MODELS_URL were printed and stored in
     origin.json. Now they are used for the download and shown as ***."""
-    from test_hub import publish_tiny
+    from hubserver import publish_tiny
 
     from attnxai.checkpoint import ORIGIN
 
@@ -533,7 +533,7 @@ def test_publishing_never_replaces_what_attnxai_did_not_write(tmp_path):
     """Before (case 9): `publish-models --out` overwrote an existing index.json or
     `<profile>-<key>/` folder there (a user's thesis.tex inside was deleted), unlike `save`; and
     `save` replaced a folder whose own config.json merely had the keys `arch` and `model`."""
-    from test_hub import publish_tiny
+    from hubserver import publish_tiny
 
     from attnxai import hub
 
