@@ -36,9 +36,13 @@ def solve_moments(gram: np.ndarray, xtw: np.ndarray, xtwy: np.ndarray, y: np.nda
     a = gram - wsum * np.outer(xbar, xbar)
     a.flat[:: d + 1] += alpha
     b = xtwy - wsum * xbar * ybar
-    coef = scipy.linalg.solve(a, b, assume_a="pos", check_finite=False)
+    # LAPACK's Cholesky solve called directly (scipy.linalg.solve's checks cost as much as the
+    # solve at d ~ 150); a matrix it finds not positive definite goes to the general solver
+    _, coef, info = scipy.linalg.lapack.dposv(a, b, lower=False)
+    if info != 0:
+        coef = scipy.linalg.solve(a, b, check_finite=False)
     intercept = float(ybar - xbar @ coef)
-    sst = float(w @ (y - np.average(y, weights=w)) ** 2)
+    sst = float(w @ (y - ybar) ** 2)
     ssr = max(sst - float(coef @ b) - alpha * float(coef @ coef), 0.0)
     if sst == 0.0:  # sklearn's r2_score(force_finite=True)
         score = 1.0 if ssr == 0.0 else 0.0
