@@ -106,13 +106,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "    w = p * (1 - p)\n    centred", "    w = p\n    centred",
            "beta_from_effects' weight p instead of p (1 - p)", label="prop-lime-profile"),
     Mutant("lime-heads-sum", "theory/lime_attention.py",
-           "n_nodes=n_nodes, lambda_step=lambda_step, ksub=ksub).mean(axis=0)",
-           "n_nodes=n_nodes, lambda_step=lambda_step, ksub=ksub).sum(axis=0)",
+           "budget=budget, seed=seed).mean(axis=0)",
+           "budget=budget, seed=seed).sum(axis=0)",
            "the heads summed instead of averaged", label="prop-lime-heads"),
     # ---- chapter 9: Shapley, Banzhaf, IG
     Mutant("shapley-default-nodes/chain", *_NODES, label="prop-shapley-chain"),
     Mutant("shapley-default-nodes/integral", *_NODES, label="thm-shapley-integral"),
-    Mutant("shapley-size-weight-last", "theory/shapley_values.py",
+    Mutant("shapley-size-weight-last", "theory/deletion_routes.py",
            "om[n] = 1.0 / n", "om[n] = 1.0 / (n + 1)",
            "the chain's weight of the full coalition 1/(n+1)", label="prop-shapley-chain",
            equivalent="omega_n multiplies B_n(j) = v(all), the same for every j, so it adds one "

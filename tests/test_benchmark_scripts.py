@@ -58,3 +58,23 @@ def test_deletion_cost_cuts_windows_to_one_term_only_inside():
         assert np.array_equal(windows(), np.minimum(full, 1))
     assert lb.binomial_windows is original
     assert np.array_equal(windows(), full)
+
+
+def test_every_mutant_still_applies_to_the_source():
+    """benchmarks/mutation.py's mutants name expressions of src/attnxai: each must occur exactly
+    once, or the next mutation run reports it stale instead of testing it (a change to a closed
+    form updates its mutant in the same commit)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("mutation_script", root / "benchmarks" / "mutation.py")
+    mutation = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mutation                  # its dataclasses look their module up
+    spec.loader.exec_module(mutation)
+    src = root / "src" / "attnxai"
+    stale = {m.id: (src / m.file).read_text().count(m.before) for m in mutation.MUTANTS
+             if (src / m.file).read_text().count(m.before) != 1}
+    assert not stale, f"mutants whose expression is not once in its file: {stale}"
+    assert len({m.id for m in mutation.MUTANTS}) == len(mutation.MUTANTS)
