@@ -171,12 +171,12 @@ JS_WIDE = """() => {
     else if (!inText && !hinted)
       bad.push(`${name(el)} scrolls inside ${name(found)} without a visible hint`);
   }
-  // a box that scrolls its own text (a long line of code or output, a long output): its cue
-  for (const el of art.querySelectorAll("*")) {
+  // an output that scrolls its own text (a long line, a long output): its cue
+  for (const el of art.querySelectorAll(".cell_output, .cell_output *")) {
     if (unseen(el) || el.classList.contains("attnxai-scrolls")) continue;
     const cs = getComputedStyle(el);
     const x = scrolls(el) && el.scrollWidth > el.clientWidth + 1;
-    const y = ["auto", "scroll"].includes(cs.overflowY) && el.scrollHeight > el.clientHeight + 1;
+    const y = ["auto", "scroll"].includes(cs.overflowY) && el.scrollHeight > el.clientHeight + 24;
     if ((x || y) && !(el.parentElement && el.parentElement.closest(TEXT)))
       bad.push(`${name(el)} scrolls its own content (${x ? "sideways" : "down"}) without the scroll cue`);
   }

@@ -18,7 +18,8 @@
   with their exercises (``_LatexSolutions``). Its
   launch buttons open the branch ``student`` (chapters without solutions, pushed by the deploy
   workflow), every page has a banner that names the edition, and the edition is a Sphinx tag
-  (``{only} student`` / ``{only} instructor``).
+  (``{only} student`` / ``{only} instructor``); a build that names a repository has the tag
+  ``repository`` (``{only} repository``: text about its launch buttons).
 * **Footer** (``html.extra_footer`` of _config.yml): ``{licence}`` and ``{repository}`` become the
   licence page (relative to each page) and the repository URL.
 * **Bibliography style** ``attnxai``: author-year labels, sorted by author and year, with DOI,
@@ -338,6 +339,9 @@ def _edition_config(app, config):
     """The edition as a Sphinx tag (``{only} student`` in a page), and for the student
     edition: launch buttons on the student branch and a banner on every page."""
     app.tags.add(edition())
+    if repository(config):
+        # pages may say what only a build with launch buttons has: {only} repository
+        app.tags.add("repository")
     if edition() == "student":
         options = dict(config.html_theme_options or {})
         options["repository_branch"] = STUDENT_BRANCH

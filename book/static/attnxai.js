@@ -81,7 +81,9 @@
   function scrollsItself(el) {
     var cs = getComputedStyle(el);
     var x = (cs.overflowX === "auto" || cs.overflowX === "scroll") && el.scrollWidth > el.clientWidth + 1;
-    var y = (cs.overflowY === "auto" || cs.overflowY === "scroll") && el.scrollHeight > el.clientHeight + 1;
+    // (a box that scrolls sideways scrolls down too, by a pixel or two where glyphs reach past
+    // its lines: only more than a line of text hidden below counts)
+    var y = (cs.overflowY === "auto" || cs.overflowY === "scroll") && el.scrollHeight > el.clientHeight + 24;
     return x ? "x" : y ? "y" : "";
   }
 
@@ -152,9 +154,11 @@
       var box = scrollBox(el, art, right);
       if (!box.classList.contains("attnxai-scrolls")) { mark(box); changes++; }
     }
-    // boxes whose own text scrolls (a long line of a code cell or an output, a long output)
+    // outputs whose own text scrolls (a long line, a long output; code cells scroll as code
+    // does everywhere, with no cue)
     for (var j = 0; j < all.length; j++) {
-      var own = unseen(all[j]) || all[j].classList.contains("attnxai-scrolls") ? "" : scrollsItself(all[j]);
+      var own = unseen(all[j]) || all[j].classList.contains("attnxai-scrolls") ||
+                !all[j].closest(".cell_output") ? "" : scrollsItself(all[j]);
       if (own && !inlineAtom(all[j])) { mark(all[j], own === "y"); changes++; }
     }
     return changes;
