@@ -667,8 +667,37 @@ def _ancestors(node):
         yield node
 
 
+#: A cell tag: the site shows the cell, print shows only its output (a chapter's imports).
+PRINT_OUTPUT_ONLY = "remove-input-print"
+
+
 def _latex_transforms(app):
     from sphinx.transforms.post_transforms import SphinxPostTransform
+
+    class LatexCellsFirst(SphinxPostTransform):
+        """Before sphinx-jupyterbook-latex drops hidden cell parts (400): an output collapsed on
+        the site (``hide-output``: a SymPy expression shown on request) is printed, since paper
+        cannot be clicked (attnxai.printforms breaks it over lines); a cell tagged
+        ``remove-input-print`` loses its input in print only."""
+        default_priority = 390
+
+        def apply(self, **kwargs):
+            from docutils import nodes
+
+            if not _latex_only(self):
+                return
+            for cell in list(self.document.findall(nodes.container)):
+                if cell.get("nb_element") != "cell_code":
+                    continue
+                if "tag_hide-output" in cell["classes"]:
+                    cell["classes"].remove("tag_hide-output")
+                tags = (cell.get("cell_metadata") or {}).get("tags", [])
+                if PRINT_OUTPUT_ONLY in tags:
+                    for part in list(cell.children):
+                        if part.get("nb_element") == "cell_code_source":
+                            cell.remove(part)
+
+    app.add_post_transform(LatexCellsFirst)
 
     class LatexBook(SphinxPostTransform):
         # after sphinx-jupyterbook-latex's LatexRootDocPostTransforms (700), which makes parts
