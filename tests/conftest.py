@@ -99,3 +99,28 @@ def load_script(relpath: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# ---------------------------------------------------------------- no silent skips in CI
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "ci_may_skip(reason): a skip that CI accepts (the condition cannot hold on a "
+                   "CI machine, e.g. a folder root can write to); every other skip fails in CI")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI (``CI=true``, as .ci/run is run) a skipped test is a failure, unless it is marked
+    ``ci_may_skip``: CI installs what the browser and PDF checks need (.ci/run), so a check that
+    skips there is a check that silently stopped running."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI", "").lower() != "true" or not report.skipped:
+        return
+    if item.get_closest_marker("ci_may_skip") is not None or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = (f"skipped in CI (CI=true), where it must run: {reason}\n"
+                       "(.ci/run installs chromium, TeX and poppler; a skip CI accepts is marked "
+                       "@pytest.mark.ci_may_skip(reason))")

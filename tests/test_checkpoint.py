@@ -93,11 +93,30 @@ def test_save_writes_a_manifest_that_load_checks(saved):
     assert same_weights(pre, back) and back.vocab.itos == pre.vocab.itos
 
 
-def test_existing_cache_keys_are_unchanged():
+def test_existing_cache_keys_are_unchanged(monkeypatch):
     """No FORMAT_VERSION bump: the checkpoints already cached (no manifest) keep their folders."""
+    monkeypatch.delenv("ATTNXAI_SEED", raising=False)
     assert FORMAT_VERSION == 1
     assert cache_key(get_config("quick"), LABELLED_SHA) == "6468f19043c3e6d1"
     assert cache_key(get_config("paper"), LABELLED_SHA) == "b287d8a53a883860"
+
+
+def test_attnxai_seed_gives_every_named_profile_another_seed_and_key(monkeypatch):
+    """ATTNXAI_SEED (how the tests and a reader build the book on other weights) replaces the
+    seed of a named profile, so its model gets a key of its own; an explicit seed wins; a value
+    that is not a seed is refused, naming the variable."""
+    monkeypatch.delenv("ATTNXAI_SEED", raising=False)
+    base = cache_key(get_config("quick"), LABELLED_SHA)
+    monkeypatch.setenv("ATTNXAI_SEED", "43")
+    assert get_config("quick").seed == 43 and get_config("paper").seed == 43
+    assert cache_key(get_config("quick"), LABELLED_SHA) != base
+    assert get_config("quick", seed=7).seed == 7
+    monkeypatch.setenv("ATTNXAI_SEED", "42")
+    assert cache_key(get_config("quick"), LABELLED_SHA) == base
+    for bad in ("x", "-1", "4.2"):
+        monkeypatch.setenv("ATTNXAI_SEED", bad)
+        with pytest.raises(ValueError, match="ATTNXAI_SEED"):
+            get_config("quick")
 
 
 def test_flipped_byte_in_the_weights_is_refused(saved):

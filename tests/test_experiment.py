@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import attnxai
 import attnxai.fastlime
@@ -215,6 +216,36 @@ def test_runs_header_from_the_run_log(tmp_path):
     assert lines[2] == "# command: python -m attnxai lime-experiment --out r"
     assert lines[3] == ("#   code: abc; started 2026-02-01T00:00:00+00:00; wall time 62 s for "
                         "4 rows (0 already there), jobs 1; load average before 0.25, after 1.00")
+
+
+def test_a_summary_names_its_weights_and_a_chapter_compares_only_the_same(tmp_path, tiny):
+    """A run logs its model's weights digest; the summary's header names it; same_weights is
+    true for exactly those weights: not for the same key with other weights (another CPU trains
+    others), nor for a summary of runs that recorded no digest (the committed ones before)."""
+    import pandas as pd
+
+    from attnxai import save
+    from attnxai.checkpoint import weights_sha256
+    from attnxai.experiment import runs_header, same_weights, write_summary
+    from attnxai.experiment.bookdata import recorded_weights
+    from attnxai.experiment.store import log_run
+
+    saved = save(tiny, tmp_path / "tiny-0123456789abcdef")
+    digest = weights_sha256(saved)
+    base = {"study": "s", "commit": "abc", "dirty": False, "seconds": 1.0, "computed": 1,
+            "skipped": 0, "jobs": 1, "command": ["x", "faithfulness"]}
+    (tmp_path / "run").mkdir()
+    log_run(tmp_path / "run", {**base, "model": {"name": saved.name, "weights_sha256": digest}})
+    header = runs_header(tmp_path / "run")
+    assert header[-1] == f"#   model: {saved.name}; weights sha256 {digest}"
+    summary = write_summary(tmp_path / "s.csv", header, pd.DataFrame({"x": [1]}), "%g")
+    assert recorded_weights(summary) == {digest} and same_weights(tiny, summary)
+    with torch.no_grad():
+        tiny.model.W_q.mul_(1.0 + 1e-12)             # the same folder name, other weights
+    other = save(tiny, tmp_path / "other" / saved.name)
+    assert weights_sha256(other) != digest and not same_weights(tiny, summary)
+    old = write_summary(tmp_path / "old.csv", header[:-1], pd.DataFrame({"x": [1]}), "%g")
+    assert recorded_weights(old) == set() and not same_weights(tiny, old)
 
 
 def test_summary_header_and_runs(tmp_path):

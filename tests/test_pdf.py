@@ -1,6 +1,7 @@
 """The printed book: tests/check_pdf.sh builds the PDF on the quick model (reusing the test
 build's executed chapters) and reads every page (tests/check_pdf.py). Where XeLaTeX or poppler
-is missing (this project's CI machines) the test is skipped and says what to install."""
+is missing the test is skipped and says what to install, except in CI (`CI=true`), where
+.ci/run installs them and a skip fails (tests/conftest.py)."""
 
 import shutil
 import subprocess
@@ -25,3 +26,20 @@ def test_the_pdf_reads_well_on_paper(quick_model):
     run = subprocess.run(["bash", str(ROOT / "tests" / "check_pdf.sh")], cwd=ROOT,
                          capture_output=True, text=True, timeout=3600)
     assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
+
+
+def test_ci_installs_the_tex_packages_the_readme_names():
+    """.ci/run installs the PDF check's Debian packages when they are missing (CI machines start
+    without TeX): the same list as README.md's install line, so the check runs in CI instead of
+    being skipped (tests/conftest.py fails a skip under CI=true)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    line = re.search(r"`apt-get install (texlive[^`]*)`", readme, re.DOTALL)
+    assert line, "README.md names the TeX packages in an `apt-get install ...` line"
+    ci = (ROOT / ".ci" / "run").read_text()
+    listed = re.search(r'TEX_PACKAGES="([^"]*)"', ci)
+    assert listed, ".ci/run has a TEX_PACKAGES list"
+    assert sorted(listed.group(1).split()) == sorted(line.group(1).split())
+    for tool in TOOLS:
+        assert tool in ci, f".ci/run checks for {tool}"

@@ -52,6 +52,32 @@ def test_checkpoint_round_trip(tiny_data, tmp_path):
     assert json.loads((path / "metrics.json").read_text())["test_accuracy"] == metrics["test_accuracy"]
 
 
+def test_a_trained_model_records_its_fingerprint(tiny_data, tmp_path, capsys):
+    """metrics.json's fingerprint: the weights' digest (the one checkpoint.weights_sha256 reads
+    back from the saved file, whatever dtype loads it), torch, the kernels it chose, the
+    processor and the threads; `attnxai info` shows it. The digest is of the weights alone: a
+    weight one ulp away changes it."""
+    from attnxai import cli
+    from attnxai.provenance import weights_sha256
+
+    cfg = get_config("quick", **TINY)
+    model, vocab, metrics = train(cfg, tiny_data, progress=False)
+    fp = metrics["fingerprint"]
+    assert fp["torch"] == torch.__version__ and fp["threads"] == torch.get_num_threads()
+    assert fp["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert fp["cpu"]["machine"] and isinstance(fp["cpu"]["flags"], list)
+    path = save(Pretrained(model, vocab, {"train": cfg.to_dict(), "model": model.config}, metrics),
+                tmp_path / "ckpt")
+    assert checkpoint.weights_sha256(path) == fp["weights_sha256"] == weights_sha256(
+        load(path, dtype=torch.float64).model.float().state_dict())
+    nudged = {k: v.clone() for k, v in model.state_dict().items()}
+    nudged["W_q"].view(-1)[0] = torch.nextafter(nudged["W_q"].view(-1)[0], torch.tensor(1.0))
+    assert weights_sha256(nudged) != fp["weights_sha256"]
+    assert cli.main(["info", "--path", str(path)]) == 0
+    shown = json.loads(capsys.readouterr().out)["fingerprint"]
+    assert shown["weights_sha256"] == fp["weights_sha256"] and "note" not in shown
+
+
 def test_unknown_checkpoint_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint folder"):
         load(tmp_path / "missing")

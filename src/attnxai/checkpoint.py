@@ -74,7 +74,7 @@ from .multilayer import MultiLayerClassifier
 from .text import Vocab
 from .textmodel import Pretrained
 
-__all__ = ["CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
+__all__ = ["weights_sha256", "CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
            "adopt", "checkpoint_files", "config_sha256", "from_files", "load", "origin", "save",
            "save_files"]
 
@@ -492,6 +492,18 @@ def adopt(path: str | os.PathLike) -> Path:
         return atomic_write(path / MANIFEST, _manifest(files, config, len(vocab), adopted=True))
     finally:
         lock.release()
+
+
+def weights_sha256(source: str | os.PathLike | dict[str, bytes]) -> str:
+    """The digest of a checkpoint's weights as saved (:func:`attnxai.provenance.weights_sha256`
+    of its ``model.safetensors``): a checkpoint folder (verified as :func:`load` verifies it) or
+    the files :func:`checkpoint_files` returns. The same digest as the ``weights_sha256`` a
+    training records in ``metrics.json``'s ``fingerprint``, whatever dtype the model is loaded
+    in: equal digests mean bit-identical weights."""
+    from .provenance import weights_sha256 as digest
+
+    files = source if isinstance(source, dict) else checkpoint_files(source)
+    return digest(load_safetensors(files["model.safetensors"]))
 
 
 # ---------------------------------------------------------------------- checkpoints in memory

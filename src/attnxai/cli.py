@@ -115,7 +115,8 @@ def _info_run(args: argparse.Namespace) -> int:
            "manifest_sha256": hashlib.sha256(raw).hexdigest(),
            "origin": came or "trained on this machine (no origin.json)",
            "data_sha256": pre.config.get("data_sha256"),
-           **{k: v for k, v in pre.metrics.items() if k != "history"}}
+           **{k: v for k, v in pre.metrics.items() if k not in ("history", "fingerprint")},
+           "fingerprint": _fingerprint(pre)}
     same = True
     if args.published:
         from .hub import compare_published
@@ -123,6 +124,24 @@ def _info_run(args: argparse.Namespace) -> int:
         same, out["published"] = compare_published(pre.path)
     print(json.dumps(out, indent=2))
     return 0 if same else 1
+
+
+def _fingerprint(pre) -> dict:
+    """The training machine's fingerprint from the metrics (None fields for a model trained
+    before it was recorded), and the weights' sha256 as loaded now: two machines compare
+    ``weights_sha256`` to know whether they trained the same weights."""
+    from .provenance import weights_sha256
+
+    recorded = pre.metrics.get("fingerprint") or {}
+    now = weights_sha256(pre.model.state_dict())
+    out = {"weights_sha256": now,
+           **{k: recorded.get(k) for k in ("torch", "torch_cpu_capability", "cpu", "threads")}}
+    if not recorded:
+        out["note"] = "trained before fingerprints were recorded: only the weights' sha256 is known"
+    elif recorded.get("weights_sha256") != now:
+        out["note"] = (f"the weights differ from those trained ({recorded.get('weights_sha256')}): "
+                       "the model was changed after training")
+    return out
 
 
 def _publish_args(p: argparse.ArgumentParser) -> None:

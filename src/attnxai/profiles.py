@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from . import validate
+from .runconfig import seed_override
 
 __all__ = ["EXTRA_DEFAULTS", "PROFILES", "TrainConfig", "get_config", "recipe"]
 
@@ -129,9 +130,14 @@ PROFILES: dict[str, TrainConfig] = {
 
 def get_config(profile: str | TrainConfig, **overrides: Any) -> TrainConfig:
     """The configuration of ``profile`` (a name of :data:`PROFILES` or a TrainConfig), with
-    ``overrides`` replaced; ``ValueError`` for an unknown name."""
+    ``overrides`` replaced; ``ValueError`` for an unknown name. A named profile takes its seed
+    from ``ATTNXAI_SEED`` when that is set (:func:`attnxai.runconfig.seed_override`) and
+    ``overrides`` names none: how the book is built on a model of other weights."""
     if isinstance(profile, TrainConfig):
         return replace(profile, **overrides)
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
+    seed = seed_override()
+    if seed is not None:
+        overrides = {"seed": seed, **overrides}
     return replace(PROFILES[profile], **overrides)

@@ -6,13 +6,22 @@ one place these are measured.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
 import socket
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["code_label", "host", "loadavg", "package_version", "source_state"]
+__all__ = ["code_label", "cpu", "host", "loadavg", "package_version", "source_state",
+           "weights_sha256"]
+
+#: The instruction-set flags (of /proc/cpuinfo's) that decide which kernels torch and the BLAS
+#: pick, and so the rounding of a training run: two machines that differ here may train other
+#: weights from the same seed (book/reproducibility.md).
+_ISA_PREFIXES = ("sse", "ssse", "avx", "fma", "f16c", "amx", "bmi", "vnni", "asimd", "sve", "neon")
 
 
 def source_state() -> dict[str, Any]:
@@ -61,3 +70,38 @@ def package_version() -> str:
 def host() -> str:
     """This machine's name."""
     return socket.gethostname()
+
+
+def cpu() -> dict[str, Any]:
+    """The processor a number was computed on: its model name, architecture and the
+    instruction-set flags that choose the numeric kernels (``flags``: sorted; empty where the OS
+    has no /proc/cpuinfo)."""
+    model, flags = platform.processor() or "unknown", []
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key in ("model name", "hardware", "cpu model") and model in ("unknown", platform.machine()):
+            model = value.strip() or model
+        elif key in ("flags", "features") and not flags:
+            flags = sorted(f for f in value.split() if f.lower().startswith(_ISA_PREFIXES))
+    return {"model": model, "machine": platform.machine(), "flags": flags}
+
+
+def weights_sha256(state: Mapping[str, Any]) -> str:
+    """The sha256 of a model's weights (a ``state_dict``: names to tensors), independent of the
+    file format: each tensor's name, dtype, shape and bytes in name order. Equal digests mean
+    bit-identical weights."""
+    h = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        try:
+            raw = t.numpy().tobytes()
+        except TypeError:             # bfloat16 has no numpy type: float32 holds it exactly
+            raw = t.float().numpy().tobytes()
+        h.update(raw)
+    return h.hexdigest()

@@ -36,11 +36,11 @@ from .interface import ClassifierBase, predict
 from .model import AttentionClassifier
 from .multilayer import MultiLayerClassifier
 from .profiles import TrainConfig, recipe
-from .provenance import loadavg, source_state
+from .provenance import cpu, loadavg, source_state, weights_sha256
 from .text import Vocab, tokenize
 
 __all__ = ["EncodedSplit", "TrainState", "accuracy", "bucketed_batches", "build_model",
-           "encode_reviews", "encode_split", "final_metrics", "load_state", "lr_factor", "resume",
+           "encode_reviews", "encode_split", "final_metrics", "fingerprint", "load_state", "lr_factor", "resume",
            "save_state", "start", "train", "train_epoch"]
 
 
@@ -226,6 +226,18 @@ def _record_epoch(state: TrainState, split: EncodedSplit, stats: dict[str, float
     return val
 
 
+def fingerprint(model: torch.nn.Module) -> dict[str, Any]:
+    """What decides whether two machines train the same weights from the same seed, recorded
+    with every trained model (``metrics.json``, shown by ``python -m attnxai info``): the
+    weights' sha256 (:func:`attnxai.provenance.weights_sha256`), torch's version and the CPU
+    kernels it chose, the processor and its instruction-set flags, and the thread count."""
+    return {"weights_sha256": weights_sha256(model.state_dict()),
+            "torch": torch.__version__,
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu": cpu(),
+            "threads": torch.get_num_threads()}
+
+
 def final_metrics(state: TrainState, config: TrainConfig, split: EncodedSplit,
                   device: torch.device, started: float) -> dict[str, Any]:
     """Load the best validation weights into the model and measure it: the metrics a checkpoint
@@ -259,6 +271,7 @@ def final_metrics(state: TrainState, config: TrainConfig, split: EncodedSplit,
         "device": str(device),
         "n_parameters": sum(p.numel() for p in model.parameters()),
         "code": source_state(),
+        "fingerprint": fingerprint(model),
         "history": state.history,
     }
 

@@ -10,7 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["book_data", "header_lines", "runs_header", "write_summary"]
+__all__ = ["WEIGHTS_LABEL", "book_data", "header_lines", "recorded_weights", "runs_header",
+           "same_weights", "write_summary"]
 
 
 def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
@@ -84,4 +85,30 @@ def runs_header(folder: str | os.PathLike, unit: str = "reviews") -> list[str]:
         lines.append(f"#   code: {code_label(r.get('commit'), r.get('dirty'))}; {when}; wall time "
                      f"{float(r['seconds']):.0f} s for {r['computed']} {unit} ({r['skipped']} "
                      f"already there), jobs {r['jobs']}{load}")
+        model = r.get("model") or {}
+        if model.get("weights_sha256"):
+            lines.append(f"#   model: {model.get('name')}; {WEIGHTS_LABEL} {model['weights_sha256']}")
     return lines
+
+
+#: How a summary's header names the weights its rows were computed with (:func:`runs_header`).
+WEIGHTS_LABEL = "weights sha256"
+
+
+def recorded_weights(path: str | os.PathLike) -> set[str]:
+    """The weights' digests (:func:`attnxai.checkpoint.weights_sha256`) that the runs behind a
+    committed summary recorded in its header; empty for runs made before digests were recorded."""
+    pattern = re.compile(re.escape(WEIGHTS_LABEL) + r" ([0-9a-f]{64})")
+    return {m.group(1) for line in header_lines(path) for m in pattern.finditer(line)}
+
+
+def same_weights(pre: Any, path: str | os.PathLike) -> bool:
+    """Whether the committed summary at ``path`` was computed with exactly the weights of ``pre``
+    (a Pretrained loaded from a checkpoint folder): only then can a chapter check the committed
+    rows against a live rerun. Another machine trains other weights under the same model key
+    (book/reproducibility.md), so the key alone does not tell."""
+    from ..checkpoint import weights_sha256
+
+    recorded = recorded_weights(path)
+    return bool(recorded) and getattr(pre, "path", None) is not None \
+        and weights_sha256(pre.path) in recorded

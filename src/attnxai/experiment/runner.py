@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import validate
+from ..checkpoint import weights_sha256
 from . import store
 from .transport import ModelBundle, ModelRef
 from .workers import InProcess, LocalPool, Workers
@@ -265,7 +266,8 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
                             "seconds": round(seconds, 3),
                             "loadavg_before": load_before, "loadavg_after": loadavg(),
                             "model": None if bundle is None else
-                            {"name": bundle.ref.name, "manifest_sha256": bundle.ref.digest}})
+                            {"name": bundle.ref.name, "manifest_sha256": bundle.ref.digest,
+                             "weights_sha256": weights_sha256(bundle.files)}})
     return report
 
 
