@@ -76,3 +76,10 @@ def test_shares_ratios_intervals_and_distances():
     assert prose.overlap((0.3, 0.1), (0.1, 0.0))                      # ends in any order, touching
     with pytest.raises(ValueError, match="not a number"):
         prose.number(float("inf"))
+
+
+def test_listing_reads_as_english():
+    assert prose.listing(["a"]) == "a" and prose.listing(["a", "b"]) == "a and b"
+    assert prose.listing(("layer 2", "layer 3", "layer 4")) == "layer 2, layer 3 and layer 4"
+    with pytest.raises(ValueError, match="nothing"):
+        prose.listing([])

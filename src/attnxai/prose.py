@@ -112,3 +112,11 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """Whether two closed intervals (confidence intervals: (low, high)) share a point."""
     (a0, a1), (b0, b1) = sorted(a), sorted(b)
     return a0 <= b1 and b0 <= a1
+
+
+def listing(items) -> str:
+    """Words as a sentence lists them: ``a``, ``a and b``, ``a, b and c``."""
+    items = [str(x) for x in items]
+    if not items:
+        raise ValueError("nothing to list")
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
