@@ -72,6 +72,9 @@ def test_shares_ratios_intervals_and_distances():
     assert prose.ratio(19.76) == "20x" and prose.ratio(1.52) == "1.5x"
     assert prose.interval(91.2, 197.4) == "91 to 197" and prose.interval(1.501, 1.499) == "1.5"
     assert prose.rel(1.1, 1.0) == pytest.approx(0.1) and prose.rel(0.5, 0.0) == 0.5
+    assert prose.rel([3.0, 4.0], [0.0, 5.0]) == pytest.approx(np.hypot(3, 1) / 5)
+    with pytest.raises(ValueError, match="shapes"):
+        prose.rel([1.0, 2.0], [1.0])
     assert prose.overlap((0.1, 0.3), (0.25, 0.5)) and not prose.overlap((0.1, 0.2), (0.3, 0.4))
     assert prose.overlap((0.3, 0.1), (0.1, 0.0))                      # ends in any order, touching
     with pytest.raises(ValueError, match="not a number"):

@@ -102,10 +102,16 @@ def interval(lo: float, hi: float, digits: int = 2) -> str:
     return a if a == b else f"{a} to {b}"
 
 
-def rel(a: float, b: float) -> float:
-    """|a - b| relative to |b| (absolute when b is 0): how far a value is from its reference."""
-    a, b = float(a), float(b)
-    return abs(a - b) / abs(b) if b else abs(a - b)
+def rel(a, b) -> float:
+    """||a - b|| / ||b|| in norm 2 (numbers or arrays of the same shape; absolute when b is 0):
+    how far a value is from its reference."""
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"rel: shapes {a.shape} and {b.shape} differ")
+    scale = float(np.linalg.norm(b))
+    return float(np.linalg.norm(a - b)) / (scale if scale else 1.0)
 
 
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
