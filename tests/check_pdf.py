@@ -280,10 +280,12 @@ WEB_ONLY = re.compile(r"\bclick(?:ing)? to\b|\(also collapsed\)|\bhover(?:ing)? 
                       r"\brocket\b|\bBinder\b|\bColab\b|scroll sideways|^\s*cache: \S+",
                       re.IGNORECASE | re.MULTILINE)
 #: A value a table or sentence shows for a missing one, a Python repr, an unfilled placeholder.
-MISSING = re.compile(r"(?<![\w.\"'])(?:NaN|nan)(?![\w.\"'(])|\{'[^'\n]{1,40}': |"
-                     r"\b[A-Z]+(?:-[A-Z]+)*_(?:PAPER|QUICK)\b|\{\{[^}\n]*\}\}")
+MISSING = re.compile(r"\{'[^'\n]{1,40}': |\b[A-Z]+(?:-[A-Z]+)*_(?:PAPER|QUICK)\b|\{\{[^}\n]*\}\}")
+#: A table cell (pdftotext's layout separates columns by two spaces or more) that prints a
+#: missing value: prose may name NaN, a table should say what the absence means.
+MISSING_CELL = {"NaN", "nan", "None", "<NA>"}
 #: A figure pointed at by its place on the page, which print does not keep.
-PLACE_REFERENCE = re.compile(r"\b(?:plot|figure|chart|graph|picture|heat ?map)s? (?:above|below)\b",
+PLACE_REFERENCE = re.compile(r"\b(?:plot|figure|chart|graph|picture|heat ?map)s?\s+(?:above|below)\b",
                              re.IGNORECASE)
 #: The smallest text a figure may print (points); figures draw theirs at plots.MIN_FONT.
 MIN_FIGURE_PT = 7.0
@@ -306,9 +308,15 @@ def web_only_text(pages: list[str]) -> dict[int, list[str]]:
 
 
 def missing_values(pages: list[str]) -> dict[int, list[str]]:
-    """{page: values} printed where a value is absent or unformatted: NaN, a dict's repr, a
-    placeholder such as RUN-TIME_PAPER or {{ name }} (not None: code prints it)."""
-    return _hits(MISSING, pages)
+    """{page: values} printed where a value is absent or unformatted: NaN (or None) as a table
+    cell, a dict's repr, a placeholder such as RUN-TIME_PAPER or {{ name }}."""
+    out = _hits(MISSING, pages)
+    for i, text in enumerate(pages, 1):
+        for line in text.splitlines():
+            cells = re.split(r"\s{2,}", line.strip())
+            if len(cells) > 1 and MISSING_CELL & set(cells):
+                out.setdefault(i, []).append(line.strip()[:60])
+    return out
 
 
 def place_references(pages: list[str]) -> dict[int, list[str]]:

@@ -515,9 +515,20 @@ def _hue(css: str) -> tuple[str | None, float]:
     if rgb is None:
         return None, 0.0
     r, g, b, alpha = rgb
-    if alpha == 1.0:
-        alpha = (255.0 - min(r, g, b)) / 255.0
-    return ("green" if g > r + 20 else "red" if r > g + 20 else None), alpha
+    if alpha < 1.0:
+        return ("green" if g > r + 20 else "red" if r > g + 20 else None), alpha
+    # opaque: the colour of the convention (plots.TOWARDS or AWAY) mixed with white that it is,
+    # by least squares on 255 - channel = strength * (255 - reference)
+    best = (None, 0.0, math.inf)
+    for hue, ref in (("green", (46, 125, 50)), ("red", (198, 40, 40))):
+        d = [255.0 - x for x in (r, g, b)]
+        e = [255.0 - x for x in ref]
+        strength = sum(x * y for x, y in zip(d, e)) / sum(y * y for y in e)
+        residual = sum((x - strength * y) ** 2 for x, y in zip(d, e))
+        if residual < best[2]:
+            best = (hue, strength, residual)
+    hue, strength, residual = best
+    return (hue if residual < 50 else None), max(strength, 0.0)
 
 
 def _luminance(r: float, g: float, b: float) -> float:

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = [p if p.is_absolute() else ROOT / p for p in course.toc_chapters(ROOT)]
 GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`(?:[^`:]+::)?([A-Za-z_]\w*)(?::[^`]*)?`")
 GLUE_CALL = re.compile(r"\bglue(?:_md)?\(([^()]*(?:\([^()]*\)[^()]*)*)\)", re.DOTALL)
-PLACE = re.compile(r"\b(?:plot|figure|chart|graph|heat ?map)s? (?:above|below)\b", re.IGNORECASE)
+PLACE = re.compile(r"\b(?:plot|figure|chart|graph|heat ?map)s?\s+(?:above|below)\b", re.IGNORECASE)
 
 
 def _glued_names(source: str) -> list[str]:

@@ -121,15 +121,17 @@ def test_website_only_text_is_found_and_plain_text_is_not():
 def test_missing_values_reprs_and_placeholders_are_found():
     pages = ["deletion   NaN   0.73\n", "{'t = 1 ([CLS])': 0.5, 't = 2': 0.1}\n",
              "chapter 9   RUN-TIME_PAPER   RUN-TIME_QUICK\n", "the {{ launch_note }} here\n",
-             "x = float(\"nan\") if y is None else np.nan\n", "Nantes, nano, NaNs-free: 0.5\n"]
+             "x = float(\"nan\") if y is None else np.nan\n", "Nantes, nano, NaNs-free: 0.5\n",
+             "padding positions get NaN (they have no score)\n", "  replace   None    12\n"]
     found = c.missing_values(pages)
-    assert sorted(found) == [1, 2, 3, 4]
+    assert sorted(found) == [1, 2, 3, 4, 8]
     assert found[3] == ["RUN-TIME_PAPER", "RUN-TIME_QUICK"]
 
 
 def test_figures_cited_by_place_and_never_by_number():
-    found = c.place_references(["as the plot above shows", "Fig. 2.1 shows", "heat maps below"])
-    assert sorted(found) == [1, 3]
+    found = c.place_references(["as the plot above shows", "Fig. 2.1 shows", "heat maps below",
+                                "the bar plot\nabove shows"])
+    assert sorted(found) == [1, 3, 4]
     tex = (r"\begin{figure}[htbp]x\label{\detokenize{notebooks/a:fig-one}}\end{figure}"
            r"\begin{figure}[htbp]y\label{\detokenize{notebooks/a:fig-two}}\end{figure}"
            r"see \hyperref[\detokenize{notebooks/a:fig-one}]{Fig.\@ \ref{\detokenize{notebooks/a:fig-one}}}")
