@@ -799,3 +799,6 @@ def test_search_returns_results(server, browser, query):
     assert all(h and ".html" in h for h in links), links
     raw = [s for s in snippets if any(p.search(s) for p in TEX)]
     assert not raw, f"search snippets with raw TeX: {raw[:3]}"
+    # a snippet quotes the page's text, not its download menu ("09_shapley_ig.ipynb", ".md")
+    menu = [s for s in snippets if re.search(r"\.(?:ipynb|md|pdf)\b", s)]
+    assert not menu, f"search snippets quoting the download menu: {menu[:3]}"

@@ -220,6 +220,8 @@
 
   // Search results: Sphinx shows a snippet of each page's HTML text, where maths is raw TeX
   // (MathJax typesets the pages, not the snippets); a formula reads "(formula)" there instead.
+  // The article's header (the download menu: "09_shapley_ig.ipynb", ".md"), the navigation and
+  // the scroll cues are no text of the page: left out, so that a snippet quotes the page.
   function readableSearchSnippets() {
     var search;
     // searchtools.js declares `const Search` (a global binding, not a window property), after
@@ -231,6 +233,10 @@
       var doc = new DOMParser().parseFromString(html, "text/html");
       doc.querySelectorAll(".math, mjx-container").forEach(function (m) {
         m.replaceWith(doc.createTextNode("(formula)"));
+      });
+      doc.querySelectorAll(".bd-header-article, .header-article, .prev-next-area, .bd-sidebar-secondary, " +
+                           ".attnxai-scroll-hint, .toggle-details__summary").forEach(function (m) {
+        m.remove();
       });
       return original(doc.documentElement.outerHTML, anchor);
     };
