@@ -463,8 +463,9 @@ def test_display_equations_fit_the_column(visits):
 def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
     """In every chapter of the table of contents: every figure has a caption and alt text (not a
     file name), is drawn at twice its CSS size, fits its column whole on a desktop (legend
-    included: nothing to scroll) at nearly its drawn size, and is not shrunk so much that its
-    labels become unreadable on a phone."""
+    included: nothing to scroll) at nearly its drawn size, and on a phone fits the column too (no
+    sideways scrolling, the legend on screen), a tap opening it at full size where it is shown
+    much smaller than drawn."""
     problems = {}
     for (screen, page), v in visits.items():
         if page not in CHAPTERS:

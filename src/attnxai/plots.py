@@ -3,8 +3,8 @@ paper's Figure 2 drawn).
 
 The book's figures are drawn for a 750-pixel column: at most :data:`MAX_WIDTH` inches wide at
 100 dpi, text of at least 10 pt, and saved at twice that resolution (``retina``: 200 dpi, shown at
-half size), so that they are sharp on high-density screens and their labels stay readable when a
-phone shows them at three quarters of their size (the book's script lets them scroll there).
+half size), so that they are sharp on high-density screens. A phone shows a figure whole, scaled
+to its column (legend included), and a tap opens it at full size (the book's script).
 :func:`setup` enforces the smallest text size on every figure a notebook displays
 (:func:`readable`), whatever size a cell asked for.
 """
