@@ -14,7 +14,6 @@ from attnxai import course
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = [p if p.is_absolute() else ROOT / p for p in course.toc_chapters(ROOT)]
 GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`(?:[^`:]+::)?([A-Za-z_]\w*)(?::[^`]*)?`")
-GLUE_CALL = re.compile(r"\bglue(?:_md)?\(([^()]*(?:\([^()]*\)[^()]*)*)\)", re.DOTALL)
 PLACE = re.compile(r"\b(?:plot|figure|chart|graph|heat ?map)s?\s+(?:above|below)\b", re.IGNORECASE)
 
 
@@ -55,7 +54,7 @@ def test_every_glued_name_is_glued_once(path):
     assert not missing, f"{path.name}: {{glue}} of names no cell glues: {sorted(missing)}"
     assert not twice, f"{path.name}: names glued twice: {sorted(twice)}"
     hidden = [c.source.splitlines()[0] for c in cells if c.cell_type == "code"
-              and GLUE_CALL.search(c.source) and "remove-cell" not in _tags(c)]
+              and _glued_names(c.source) and not _tags(c) & {"remove-cell", "remove-input"}]
     assert not hidden, f"{path.name}: cells that glue but show their code: {hidden}"
 
 
