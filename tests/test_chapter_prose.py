@@ -80,3 +80,12 @@ def test_site_only_phrases_are_kept_from_print(path):
         elif not inside and re.search(r"click to|\bhover\b|\(also collapsed\)", line, re.I):
             outside.append(line.strip()[:80])
     assert not outside, f"{path.name}: website-only text outside {{only}} html: {outside}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_glue_inside_maths(path):
+    """A role inside $...$ is maths, not a role: the reader would see its name."""
+    text = re.sub(r"```\{code-cell\}.*?\n```", "", path.read_text(), flags=re.S)
+    inside = [m.group(0)[:60] for m in re.finditer(r"(?<!\$)\$(?!\$)([^$]*?)\$", text)
+              if "{glue" in m.group(1)]
+    assert not inside, f"{path.name}: glue roles inside maths: {inside}"
