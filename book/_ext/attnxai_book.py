@@ -385,6 +385,9 @@ LATEX_PREAMBLE = r"""
 def _latex_config(app, config):
     latex = dict(config.latex_elements or {})
     latex["preamble"] = latex.get("preamble", "") + LATEX_PREAMBLE
+    # a figure stays where the text puts it (float's H): floated, figures landed after the next
+    # heading or inside the sentence that cites them
+    latex.setdefault("figure_align", "H")
     config.latex_elements = latex
 
 
