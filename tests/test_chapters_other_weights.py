@@ -9,8 +9,8 @@ seed (``ATTNXAI_SEED``, one more than the seed in force), so that an assertion t
 one set of weights fails here, whatever machine the suite runs on.
 
 The chapters are executed as notebooks (jupytext + nbclient, as the book executes them: one
-kernel per chapter, in ``notebooks/``), without building the site: the assertions are in the code
-cells, and the site's own checks run on the test build.
+kernel per chapter, in ``notebooks/``; two kernels at a time, one thread each), without building
+the site: the assertions are in the code cells, and the site's own checks run on the test build.
 """
 
 from __future__ import annotations
@@ -60,21 +60,45 @@ def test_the_chapters_are_the_tocs_notebooks():
     assert names and all((ROOT / "notebooks" / n).is_file() for n in names), names
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("chapter", [p.name for p in _chapters()])
-def test_chapter_runs_on_other_weights(chapter, other_weights):
+def _execute(path: Path) -> str | None:
+    """Run one chapter in a kernel of its own; None, or the failing cell's report."""
     import jupytext
     import nbclient
     from nbclient.exceptions import CellExecutionError
 
-    seed, model = other_weights
-    path = ROOT / "notebooks" / chapter
     nb = jupytext.read(path)
     client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
-    assert os.environ["ATTNXAI_SEED"] == str(seed)
     try:
         client.execute()
     except CellExecutionError as exc:
+        return str(exc)[-6000:]
+    return None
+
+
+@pytest.fixture(scope="module")
+def executed(request, other_weights):
+    """The selected chapters, run two at a time (each kernel with one thread: two use the two
+    cores of a CI machine, as the book build runs one): chapter name -> None or its failure."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wanted = [item.callspec.params["chapter"] for item in request.session.items
+              if item.originalname == "test_chapter_runs_on_other_weights"]
+    env = request.getfixturevalue("monkeypatch_module")
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        env.setenv(var, "1")
+    env.setenv("OMP_WAIT_POLICY", "PASSIVE")      # chapters 1-4 ask torch for two threads
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(_execute, ROOT / "notebooks" / name) for name in wanted}
+        return {name: f.result() for name, f in futures.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", [p.name for p in _chapters()])
+def test_chapter_runs_on_other_weights(chapter, other_weights, executed):
+    seed, model = other_weights
+    assert os.environ["ATTNXAI_SEED"] == str(seed)
+    failure = executed[chapter]
+    if failure is not None:
         pytest.fail(f"{chapter} fails on the quick model of seed {seed} "
-                    f"(weights {model.path.name}):\n{str(exc)[-6000:]}")
+                    f"(weights {model.path.name}):\n{failure}")

@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
     started, t0, load = time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.perf_counter(), loadavg()
+    code = code_label()                          # the code as it starts, not as it ends
     rows = []
     for repeat in range(args.repeats):
         for capability in capabilities():
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = cpu()
     header = [f"# command: python book/data/{Path(__file__).name} --profile {args.profile} "
               f"--repeats {args.repeats}",
-              f"#   code: {code_label()}; started {started}; wall time "
+              f"#   code: {code}; started {started}; wall time "
               f"{time.perf_counter() - t0:.0f} s; load average before "
               f"{(load or [0])[0]:.2f}, after {(loadavg() or [0])[0]:.2f}",
               f"# torch {torch.__version__}; processor: {machine['model']} ({machine['machine']}); "
