@@ -280,7 +280,7 @@ WEB_ONLY = re.compile(r"\bclick(?:ing)? to\b|\(also collapsed\)|\bhover(?:ing)? 
                       r"\brocket\b|\bBinder\b|\bColab\b|scroll sideways|^\s*cache: \S+",
                       re.IGNORECASE | re.MULTILINE)
 #: A value a table or sentence shows for a missing one, a Python repr, an unfilled placeholder.
-MISSING = re.compile(r"\{'[^'\n]{1,40}': |\b[A-Z]+(?:-[A-Z]+)*_(?:PAPER|QUICK)\b|\{\{[^}\n]*\}\}")
+MISSING = re.compile(r"\{'[^'\n]{1,40}': |\b[A-Z]+(?:-[A-Z]+)*_(?:PAPER|QUICK)\b|\{\{\s*[a-z_]+\s*\}\}")
 #: A table cell (pdftotext's layout separates columns by two spaces or more) that prints a
 #: missing value: prose may name NaN, a table should say what the absence means.
 MISSING_CELL = {"NaN", "nan", "None", "<NA>"}
@@ -304,7 +304,14 @@ def _hits(pattern, pages: list[str]) -> dict[int, list[str]]:
 def web_only_text(pages: list[str]) -> dict[int, list[str]]:
     """{page: phrases} of text meant for the site: "click to show", "hover a token", the rocket,
     Binder and Colab buttons, a scroll cue, the launch cell's ``cache:`` line."""
-    return _hits(WEB_ONLY, pages)
+    found = {}
+    for i, text in enumerate(pages, 1):
+        hits = [m.group(0).strip() for m in WEB_ONLY.finditer(text)
+                # "Alexander Binder" is an author of the bibliography, not a button
+                if not re.search(r"[A-Z][a-z]+\s+$", text[max(0, m.start() - 30):m.start()])]
+        if hits:
+            found[i] = hits
+    return found
 
 
 def missing_values(pages: list[str]) -> dict[int, list[str]]:
@@ -368,6 +375,9 @@ def solution_problems(tex: str, edition: str) -> list[str]:
     for _, c, k, at in solutions:
         if at < last.get(c, -1):
             problems.append(f"Solution to Exercise {c}.{k} stands before the chapter's last exercise")
+        later = sorted({ec for _, ec, _, e_at in exercises if ec != c and last.get(c, -1) < e_at < at})
+        if later:
+            problems.append(f"Solution to Exercise {c}.{k} stands after chapter {later[0]}'s exercises")
     for _, c, k, _ in exercises:
         if not any((c, k) == (sc, sk) for _, sc, sk, _ in solutions):
             problems.append(f"Exercise {c}.{k} has no solution in the instructor's PDF")

@@ -74,3 +74,25 @@ def test_a_box_breaks_the_page_before_its_label():
     doc += [nodes.target(ids=["thm-x"]), box]
     ext._needspace_before_boxes(doc)
     assert isinstance(doc[1], nodes.raw) and r"\needspace" in doc[1].astext() and doc[2] is box
+
+
+def test_solutions_stay_in_their_chapter_when_the_next_one_is_nested_in_it():
+    """Two chapters of one part: the assembled book puts the second's start inside the first's
+    section; the first's solutions go before it, the second's at its own end."""
+    doc, chapter, env = _chapter()
+    nxt = addnodes.start_of_file(docname="notebooks/02_next")
+    sec = nodes.section()
+    sec += nodes.title("", "Next")
+    ex = exercise_enumerable_node(label="ex-9")
+    ex += nodes.title("", "Exercise 2.1")
+    sol = solution_node(label="sol-9", target_label="ex-9")
+    sol += nodes.title("", "Solution to Exercise 2.1")
+    sec += [ex, sol]
+    nxt += sec
+    chapter += nxt
+    env.sphinx_exercise_registry["sol-9"] = {"docname": "notebooks/02_next"}
+    ext._LatexSolutions.apply(doc, env)
+    kinds = [type(c).__name__ for c in chapter.children]
+    assert kinds[-4:] == ["raw", "solution_node", "solution_node", "start_of_file"]
+    assert [type(c).__name__ for c in sec.children] == ["title", "exercise_enumerable_node", "raw",
+                                                        "solution_node"]

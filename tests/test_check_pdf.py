@@ -112,7 +112,8 @@ def test_website_only_text_is_found_and_plain_text_is_not():
     pages = ["The output is wider than the page (click to show it):\n",
              "shaded tokens (hover a token for its weight)\n", "the rocket button opens Binder\n",
              "   cache: ../.cache\n", "wide content: scroll sideways \u2192\n",
-             "The exercise clicks into place. The cache of a model is a folder.\n"]
+             "The exercise clicks into place. The cache of a model is a folder.\n",
+             "[Samek et al., 2017] Wojciech Samek, Alexander Binder, Grégoire Montavon\n"]
     found = c.web_only_text(pages)
     assert sorted(found) == [1, 2, 3, 4, 5]
     assert found[3] == ["rocket", "Binder"]
@@ -120,7 +121,8 @@ def test_website_only_text_is_found_and_plain_text_is_not():
 
 def test_missing_values_reprs_and_placeholders_are_found():
     pages = ["deletion   NaN   0.73\n", "{'t = 1 ([CLS])': 0.5, 't = 2': 0.1}\n",
-             "chapter 9   RUN-TIME_PAPER   RUN-TIME_QUICK\n", "the {{ launch_note }} here\n",
+             "chapter 9   RUN-TIME_PAPER   RUN-TIME_QUICK\n",
+             "the {{ launch_note }} here; BibTeX: author = {{The attnxai team}}\n",
              "x = float(\"nan\") if y is None else np.nan\n", "Nantes, nano, NaNs-free: 0.5\n",
              "padding positions get NaN (they have no score)\n", "  replace   None    12\n"]
     found = c.missing_values(pages)
@@ -174,3 +176,8 @@ def test_solutions_by_edition():
         "Exercise 1.2 has no solution in the instructor's PDF"]
     unlinked = _boxes("Exercise 1.1", "Solution to Exercise 1.1")
     assert c.solution_problems(unlinked, "instructor") == ["1 solutions, 0 links to them and 0 back"]
+    # two chapters of one part: chapter 1's solutions after chapter 2's exercises
+    late = _boxes("Exercise 1.1", "Exercise 2.1", "Solution to Exercise 1.1",
+                  "Solution to Exercise 2.1") + links * 2
+    assert c.solution_problems(late, "instructor") == [
+        "Solution to Exercise 1.1 stands after chapter 2's exercises"]

@@ -637,18 +637,20 @@ class _LatexSolutions:
         registry = getattr(env, "sphinx_exercise_registry", {})
         for sof in list(doctree.findall(addnodes.start_of_file)):
             chapter = next((c for c in sof.children if isinstance(c, nodes.section)), None)
+            # this chapter's own: the nearest start_of_file above them is this one
             solutions = [s for s in sof.findall(solution_node)
-                         if not any(isinstance(a, addnodes.start_of_file) and a is not sof
-                                    for a in _ancestors(s))]
+                         if next(a for a in _ancestors(s)
+                                 if isinstance(a, addnodes.start_of_file)) is sof]
             if chapter is None or not solutions:
                 continue
             exercises = {e.get("label"): e for e in sof.findall(
                 lambda n: isinstance(n, (exercise_enumerable_node, exercise_node)))}
             heading = nodes.raw("", "\\section*{Solutions}\\addcontentsline{toc}{section}"
                                 "{Solutions}\n", format="latex")
-            chapter.append(heading)
+            place = [heading]
             for sol in solutions:
                 sol.parent.remove(sol)
+            for sol in solutions:
                 docname = (registry.get(sol.get("label")) or {}).get("docname", sof.get("docname"))
                 sol_ref = f"{docname}:{sol.get('label')}"
                 ex_ref = f"exercise:{sol.get('target_label')}"
@@ -657,11 +659,17 @@ class _LatexSolutions:
                     exercise.append(nodes.raw(
                         "", f"\\par\\smallskip{{\\small\\hyperref[{sol_ref}]{{Solution: page~"
                         f"\\pageref*{{{sol_ref}}}}}}}\n", format="latex"))
-                    at = 1 if sol.children and isinstance(sol[0], nodes.title) else 0
-                    sol.insert(at, nodes.raw(
+                    first = 1 if sol.children and isinstance(sol[0], nodes.title) else 0
+                    sol.insert(first, nodes.raw(
                         "", f"{{\\small\\hyperref[{ex_ref}]{{The exercise: page~"
                         f"\\pageref*{{{ex_ref}}}}}}}\\par\\smallskip\n", format="latex"))
-                chapter.append(sol)
+                place.append(sol)
+            # the chapter's end: before the next chapter where the assembled book nests it in
+            # this one (two chapters of one part)
+            at = next((i for i, c in enumerate(chapter.children)
+                       if isinstance(c, addnodes.start_of_file)
+                       or any(True for _ in c.findall(addnodes.start_of_file))), len(chapter))
+            chapter[at:at] = place
 
 
 def _ancestors(node):
