@@ -637,10 +637,10 @@ class _LatexSolutions:
         registry = getattr(env, "sphinx_exercise_registry", {})
         for sof in list(doctree.findall(addnodes.start_of_file)):
             chapter = next((c for c in sof.children if isinstance(c, nodes.section)), None)
-            # this chapter's own: the nearest start_of_file above them is this one
-            solutions = [s for s in sof.findall(solution_node)
-                         if next(a for a in _ancestors(s)
-                                 if isinstance(a, addnodes.start_of_file)) is sof]
+            # this chapter's own, found from the top down without entering a nested chapter
+            # (parent links cannot be trusted: some transforms set children lists directly)
+            owned = list(_own_solutions(sof, solution_node, addnodes.start_of_file))
+            solutions = [sol for sol, _ in owned]
             if chapter is None or not solutions:
                 continue
             exercises = {e.get("label"): e for e in sof.findall(
@@ -648,8 +648,8 @@ class _LatexSolutions:
             heading = nodes.raw("", "\\section*{Solutions}\\addcontentsline{toc}{section}"
                                 "{Solutions}\n", format="latex")
             place = [heading]
-            for sol in solutions:
-                sol.parent.remove(sol)
+            for sol, parent in owned:
+                parent.remove(sol)
             for sol in solutions:
                 docname = (registry.get(sol.get("label")) or {}).get("docname", sof.get("docname"))
                 sol_ref = f"{docname}:{sol.get('label')}"
@@ -672,10 +672,15 @@ class _LatexSolutions:
             chapter[at:at] = place
 
 
-def _ancestors(node):
-    while node.parent is not None:
-        node = node.parent
-        yield node
+def _own_solutions(node, solution_type, chapter_type):
+    """(solution, its parent) under ``node``, not under a nested ``chapter_type`` node."""
+    for child in node.children:
+        if isinstance(child, chapter_type):
+            continue
+        if isinstance(child, solution_type):
+            yield child, node
+        elif hasattr(child, "children"):
+            yield from _own_solutions(child, solution_type, chapter_type)
 
 
 #: A cell tag: the site shows the cell, print shows only its output (a chapter's imports).
