@@ -706,14 +706,14 @@ def _latex_transforms(app):
                 if cell.get("nb_element") != "cell_code":
                     continue
                 if "tag_hide-output" in cell["classes"]:
-                    # printed smaller (8 pt): attnxai.printforms breaks it between terms, but
+                    # printed smaller (7 pt): attnxai.printforms breaks it between terms, but
                     # a single fraction of a raw expansion may still be wider than 10 pt allows
                     cell["classes"].remove("tag_hide-output")
                     for part in list(cell.children):
                         if part.get("nb_element") == "cell_code_output":
                             at = cell.index(part)
                             cell.insert(at + 1, nodes.raw("", "\\endgroup\n", format="latex"))
-                            cell.insert(at, nodes.raw("", "\\begingroup\\footnotesize\n",
+                            cell.insert(at, nodes.raw("", "\\begingroup\\scriptsize\n",
                                                       format="latex"))
                 tags = (cell.get("cell_metadata") or {}).get("tags", [])
                 if PRINT_OUTPUT_ONLY in tags:
