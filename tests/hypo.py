@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 SCALE = float(os.environ.get("ATTNXAI_HYPOTHESIS_EXAMPLES", "1"))
@@ -32,13 +32,20 @@ VOCAB = 30                   # ids: 0 [PAD], 1 [CLS], 2 UNK, 3..29 conftest.WORD
 MAX_LEN = 12                 # [CLS] + up to 11 words
 
 
+#: ``ATTNXAI_HYPOTHESIS_NO_SHRINK=1``: report the first failing example without shrinking it
+#: (benchmarks/mutation.py, where only whether a test fails matters).
+PHASES = tuple(p for p in Phase if not (p is Phase.shrink and
+                                        os.environ.get("ATTNXAI_HYPOTHESIS_NO_SHRINK") == "1"))
+
+
 def examples(n: int):
     """The settings of a property-based test: ``n`` examples (times ``ATTNXAI_HYPOTHESIS_EXAMPLES``),
     derandomised, no database, no deadline (module docstring)."""
     return settings(max_examples=max(1, int(n * SCALE)), deadline=None, derandomize=True,
-                    database=None, suppress_health_check=[HealthCheck.too_slow,
-                                                          HealthCheck.function_scoped_fixture,
-                                                          HealthCheck.data_too_large])
+                    database=None, phases=PHASES,
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.function_scoped_fixture,
+                                           HealthCheck.data_too_large])
 
 
 @dataclass(frozen=True)

@@ -19,31 +19,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from attnxai import AttentionClassifier, Pretrained, Vocab, checkpoint, cli, data, files, trained
+from attnxai import checkpoint, cli, data, files, trained
 from attnxai.cache import FORMAT_VERSION, cache_key
 from attnxai.checkpoint import MANIFEST, CheckpointError, load, save
 from attnxai.data import CacheError
 from attnxai.profiles import get_config
+from checkpoints import (LABELLED_SHA, cached_folder, child_env, flip_byte, same_weights,
+                         tiny_pretrained)
 
 ROOT = Path(__file__).resolve().parents[1]
-LABELLED_SHA = "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066"
 
-
-def tiny_pretrained(n_words: int = 1200, *, seed: int = 0, profile: str = "quick") -> Pretrained:
-    """A small float32 model whose config says it was trained with ``profile``'s settings."""
-    vocab = Vocab([f"w{i}" for i in range(n_words)])
-    torch.manual_seed(seed)
-    m = AttentionClassifier(len(vocab), d_embed=8, d_attn=4, d_value=5, n_heads=2, max_len=16)
-    m.eval()
-    conf = {"arch": "AttentionClassifier", "train": get_config(profile).to_dict(),
-            "model": m.config, "data_sha256": LABELLED_SHA, "format": FORMAT_VERSION}
-    return Pretrained(m, vocab, conf, {"test_accuracy": 0.5})
-
-
-def cached_folder(cache: Path, profile: str = "quick", sha: str = LABELLED_SHA) -> Path:
-    return cache / "models" / f"{profile}-{cache_key(get_config(profile), sha)}"
 
 
 @pytest.fixture
@@ -61,20 +47,9 @@ def saved(cache):
     return pre, path
 
 
-def flip_byte(path: Path, offset: int) -> None:
-    b = bytearray(path.read_bytes())
-    b[offset] ^= 0x01
-    path.write_bytes(bytes(b))
-
-
 def data_offset(path: Path) -> int:
     """The first byte of the tensor data of a safetensors file (after its 8 + n header bytes)."""
     return 8 + int.from_bytes(path.read_bytes()[:8], "little")
-
-
-def same_weights(a: Pretrained, b: Pretrained) -> bool:
-    return all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(),
-                                                  b.model.state_dict().values()))
 
 
 # ---------------------------------------------------------------- the manifest
@@ -263,13 +238,6 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def _env(**extra) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "ATTNXAI_IMDB_ARCHIVE"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", **extra)
-    return env
-
-
 def test_two_writers_and_a_reader_never_collide(tmp_path):
     """Before: the reader failed 60 of 60 loads and writers got 'Directory not empty'."""
     a, b = tiny_pretrained(seed=1), tiny_pretrained(seed=2)
@@ -278,7 +246,7 @@ def test_two_writers_and_a_reader_never_collide(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     procs = [subprocess.Popen([sys.executable, str(script), str(pa), str(pb), str(target), "10"],
-                              env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     loads, seen = 0, set()
     while any(p.poll() is None for p in procs) or loads == 0:
@@ -311,7 +279,7 @@ def test_a_save_killed_midway_leaves_the_old_folder_and_its_tmp_is_cleaned(tmp_p
     save(a, target)
     script = tmp_path / "killed.py"
     script.write_text(KILLED_WRITER)
-    p = subprocess.Popen([sys.executable, str(script), str(pb), str(target)], env=_env(),
+    p = subprocess.Popen([sys.executable, str(script), str(pb), str(target)], env=child_env(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "writing", p.stderr.read()[-2000:]
@@ -383,7 +351,7 @@ def test_two_trainings_at_once_train_once(tmp_path):
     cache, log, go = tmp_path / "cache", tmp_path / "trained.log", tmp_path / "go"
     script = tmp_path / "trainer.py"
     script.write_text(TRAINER)
-    env = _env(ATTNXAI_CACHE=str(cache))
+    env = child_env(ATTNXAI_CACHE=str(cache))
     run = lambda: subprocess.Popen([sys.executable, str(script), str(log), str(go)], env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = run()
@@ -493,7 +461,7 @@ def test_installed_wheel_uses_the_user_cache_folder(tmp_path):
     site = tmp_path / "site"
     shutil.copytree(ROOT / "src" / "attnxai", site / "attnxai",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    env = _env(XDG_CACHE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"))
+    env = child_env(XDG_CACHE_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"))
     env.pop("ATTNXAI_CACHE", None)
     env["PYTHONPATH"] = str(site)
     code = ("from attnxai import data; print(data.source_checkout()); "

@@ -23,7 +23,8 @@ from attnxai.registry import ALL_METHODS, PAPER_METHODS
 def tiny_cached(monkeypatch):
     """`attnxai explain` on the tiny model instead of a cached profile."""
     pre = make_tiny(seed=3)
-    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", progress=True: pre)
+    monkeypatch.setattr(trained, "pretrained",
+                        lambda profile="paper", archive=None, progress=True: pre)
     return pre
 
 
@@ -93,7 +94,7 @@ def test_cli_messages(tiny_cached, capsys):
     assert cli_main(["explain", "good film", "--num-samples", "1"]) == 2
     assert "num_samples" in capsys.readouterr().err
     assert cli_main(["explain", "good film", "--target", "positive"]) == 2
-    assert "--target must be a class index or 'predicted'" in capsys.readouterr().err
+    assert "target must be a class index or 'predicted'" in capsys.readouterr().err
     long = tiny_text(50, seed=2, unknown=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # the CLI turns the warning into a note
@@ -131,3 +132,40 @@ def test_cli_on_the_cached_quick_model(quick_model, capsys):
                      "--no-progress"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["model"] == quick_model.path.name and len(doc["tokens"]) == 7
+
+
+def test_set_gives_any_methods_settings(tiny_cached, capsys):
+    """Before: the command could set LIME's samples and width only."""
+    assert cli_main(["explain", "good film but a bad plot", "--methods", "SmoothGrad,LIME limit",
+                     "--set", "smoothgrad.n_samples=3", "--set", "SmoothGrad.summary=GxI",
+                     "--set", "LIME limit.n_nodes=8", "--seed", "5", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["settings"]["SmoothGrad"] == {"n_samples": 3, "noise": 0.15, "summary": "GxI",
+                                             "seed": 5}
+    assert got["settings"]["LIME limit"]["n_nodes"] == 8
+    want = attnxai.explain(tiny_cached, "good film but a bad plot", ["SmoothGrad"], seed=5,
+                           settings={"SmoothGrad": {"n_samples": 3, "summary": "GxI"}})
+    np.testing.assert_array_equal(got["token_scores"]["SmoothGrad"],
+                                  want.token_scores["SmoothGrad"])
+    for spec, msg in (("SmoothGrad.n_samples=three", "'three' is not of type int"),
+                      ("SmoothGrad.samples=3", "SmoothGrad has no setting 'samples'"),
+                      ("Smooth.n_samples=3", "unknown method 'Smooth'"),
+                      ("n_samples=3", "--set takes METHOD.FIELD=VALUE"),
+                      ("SmoothGrad.n_samples=0", "n_samples must be an int >= 1"),
+                      ("LIME.num_samples=50", "not among the methods asked")):
+        assert cli_main(["explain", "good film", "--methods", "SmoothGrad",
+                         "--set", spec]) == 2
+        assert msg in capsys.readouterr().err, spec
+
+
+def test_settings_as_text_follow_the_fields_types():
+    from attnxai.registry import parse_settings
+
+    assert parse_settings(["LIME.bow=False", "LIME.seed=none", "LIME.kernel_width=2.5",
+                           "LIME limit.kernel_width=inf", "LIME limit.law=beta"]) == {
+        "LIME": {"bow": False, "seed": None, "kernel_width": 2.5},
+        "LIME limit": {"kernel_width": float("inf"), "law": "beta"}}
+    with pytest.raises(ValueError, match="'yes' is not of type bool"):
+        parse_settings(["LIME.bow=yes"])
+    with pytest.raises(ValueError, match="'none' is not of type int"):
+        parse_settings(["LIME.num_samples=none"])          # a field that cannot be None

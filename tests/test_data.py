@@ -80,26 +80,37 @@ def test_wrong_file_and_small_archive(tmp_path):
 
 
 def test_download_failure_says_what_to_do(tmp_path, monkeypatch):
-    import pooch
+    from attnxai import download
 
-    def offline(*a, **k):
-        raise ConnectionError("network is unreachable")
+    def unreachable(*a, **k):
+        raise download.DownloadError("could not connect (network is unreachable)")
 
-    monkeypatch.setattr(pooch, "retrieve", offline)
+    monkeypatch.setattr(download, "download", unreachable)
+    monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
+    monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
-    with pytest.raises(DataError, match=r"could not download.*ATTNXAI_IMDB_ARCHIVE"):
+    with pytest.raises(DataError, match=r"could not download.*unreachable.*ATTNXAI_IMDB_ARCHIVE"):
         archive_path()
+    assert sorted(p.name for p in (tmp_path / "cache" / "data").iterdir()) == []
 
 
 def test_download_checks_md5(tmp_path, monkeypatch):
-    import pooch
+    import hashlib
+
+    from attnxai import download
 
     seen = {}
 
-    def fake_retrieve(url, known_hash, fname, path, progressbar):
-        seen.update(url=url, known_hash=known_hash)
-        return str(tmp_path / fname)
+    def fake_download(url, sink, *, max_bytes, what=None, progress=False):
+        seen.update(url=url, max_bytes=max_bytes)
+        sink.write(b"an archive")
+        return 10
 
-    monkeypatch.setattr(pooch, "retrieve", fake_retrieve)
-    data.download_imdb(tmp_path)
-    assert seen == {"url": data.IMDB_URL, "known_hash": "md5:7c2ac02c03563afcf9b574c7e56c153a"}
+    monkeypatch.setattr(download, "download", fake_download)
+    monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
+    with pytest.raises(DataError, match="does not have the archive's published md5"):
+        data.download_imdb(tmp_path)
+    assert seen == {"url": data.IMDB_URL, "max_bytes": data.IMDB_BYTES}
+    assert list(tmp_path.iterdir()) == []                         # nothing kept
+    monkeypatch.setattr(data, "IMDB_MD5", hashlib.md5(b"an archive").hexdigest())
+    assert data.download_imdb(tmp_path).read_bytes() == b"an archive"

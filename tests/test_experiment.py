@@ -304,9 +304,18 @@ def test_check_lime_corpus_finds_a_changed_value(quick_model, tmp_path, capsys):
     assert check.main([str(out), "--reviews", "2"]) == 1
     text = capsys.readouterr().out
     assert "limit__coef" in text and "1 columns differ" in text and "paper__coef" not in text
+    import types
+
+    import attnxai
+
+    with pytest.MonkeyPatch.context() as mp:       # this checkout's quick profile: another model
+        mp.setattr(attnxai, "pretrained", lambda *a, **k: types.SimpleNamespace(
+            path=__import__("pathlib").Path("quick-0000")))
+        assert check.main([str(out), "--reviews", "2"]) == 2
     meta = json.loads((out / "_meta.json").read_text())
     (out / "_meta.json").write_text(json.dumps({**meta, "model": "quick-0000"}))
-    assert check.main([str(out), "--reviews", "2"]) == 2
+    with pytest.raises(store.DamagedResults, match="does not hold the settings its parts"):
+        check.main([str(out), "--reviews", "2"])  # a relabelled run: its parts say otherwise
 
 
 def test_header_lines_hide_the_machines_folders(tmp_path):

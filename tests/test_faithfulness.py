@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,11 +14,14 @@ import torch
 from conftest import make_tiny, tiny_text
 from scipy.stats import kendalltau
 
+import attnxai
 from attnxai import explainers
 from attnxai import faithfulness as F
 from attnxai.experiment import faithfulness as XF
 from attnxai.experiment import load_results, review_order
 from attnxai.registry import ALL_METHODS, METHODS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _doc(pre, n=18, seed=1):
@@ -38,7 +42,9 @@ def ferret_port(model, ids, scores, *, remove_tokens=True, only_pos=True, target
     rationales from np.argsort, sizes int(q * n), q = np.arange(0.1, 1.1, 0.1), a rationale equal
     to the previous one skipped, comprehensiveness 0 / sufficiency 1 when none; tau-LOO with
     deletion (ferret's 'remove' strategy). ``kind``: the argsort ferret calls (None: numpy's
-    default, as ferret; "stable": the same with ties in position order)."""
+    default, as ferret; "stable": the same with ties in position order). The signed branch is
+    ferret's as meant: ferret's own ``id_top_k == []`` on an array raises ValueError on numpy >=
+    1.25 (tests/test_faithfulness_ferret.py runs ferret's code itself and checks that)."""
     cls, unk = int(ids[0]), model.unk_id
     baseline = _probs(model, [list(ids)], target)[0]
     input_ids = list(ids[1:])
@@ -124,6 +130,40 @@ def test_fast_and_model_backends_agree_with_one_call_per_perturbation(padding, m
     for key, (d, i) in fast.curves.items():
         np.testing.assert_allclose(d, slow.curves[key][0], atol=1e-12, rtol=0)
         np.testing.assert_allclose(i, slow.curves[key][1], atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("pert", F.PERTURBATIONS)
+def test_curves_and_areas_against_the_model_on_every_prefix(pert):
+    """The deletion and insertion curves (the book's own measures: ferret has none) against the
+    model run here on the documents without / with only each prefix of the ranking, and their
+    areas against the trapezoidal rule written out."""
+    pre = make_tiny(seed=5)
+    ids = _doc(pre, 13, seed=2)
+    n = ids.size - 1
+    s = np.random.default_rng(1).standard_normal(n)
+    res = F.evaluate(pre, ids, {"s": s}, selections="abs", perturbations=pert)
+    order = np.argsort(-np.abs(s), kind="stable")
+    fr = F.CURVE_FRACTIONS
+    cls, words, unk = int(ids[0]), [int(w) for w in ids[1:]], pre.model.unk_id
+
+    def doc(keep):
+        if pert == "delete":
+            return [cls] + [w for w, k in zip(words, keep) if k]
+        return [cls] + [w if k else unk for w, k in zip(words, keep)]
+
+    without, only = [], []
+    for f in fr:
+        top = np.zeros(n, bool)
+        top[order[:int(round(f * 20)) * n // 20]] = True
+        without.append(doc(~top))
+        only.append(doc(top))
+    want = {"deletion": _probs(pre.model, without), "insertion": _probs(pre.model, only)}
+    curves = dict(zip(("deletion", "insertion"), res.curves[("s", pert, "abs")]))
+    for kind, y in want.items():
+        np.testing.assert_allclose(curves[kind], y, rtol=0, atol=1e-12)
+        area = sum((fr[i + 1] - fr[i]) * (y[i] + y[i + 1]) / 2 for i in range(fr.size - 1))
+        assert res.value("s", f"{kind}_auc", perturbation=pert, selection="abs") == \
+            pytest.approx(area, abs=1e-12), kind
 
 
 def test_cls_is_never_removed_and_curve_endpoints():
@@ -524,6 +564,55 @@ def test_study_refuses_bad_arguments(quick_model, tmp_path):
         assert not (tmp_path / "x").exists()
 
 
+def test_the_committed_studies_settings_are_still_recorded_word_for_word(quick_model):
+    """Each method's record now lives in its registry entry: a study of the committed run's
+    methods records what that run recorded (book/data's header), so the folder resumes (only
+    the model differs: the quick one here)."""
+    from attnxai.experiment import store
+
+    for csv in ("faithfulness_summary.csv",):
+        header = (ROOT / "book" / "data" / csv).read_text().splitlines()
+        old = json.loads(next(ln for ln in header if ln.startswith("# settings: "))[12:])
+        study = XF.FaithfulnessStudy(profile="quick", reviews=1, methods=old["methods"],
+                                     target=old["target"])
+        new = study.settings()
+        differ = [k for k, v in new.items() if not store._same(old.get(k), v)]
+        assert differ == ["profile", "model"]
+
+
+@pytest.mark.filterwarnings("ignore::attnxai.text.TruncationWarning")
+def test_a_study_sets_any_methods_settings_and_seeds_it_per_review(quick_model, imdb, tmp_path):
+    out = tmp_path / "sg"
+    XF.run_faithfulness(out, profile="quick", reviews=2, methods="SmoothGrad,GxI",
+                        selections="positive", settings={"SmoothGrad": {"n_samples": 3}},
+                        progress=False)
+    meta = json.loads((out / "_meta.json").read_text())
+    assert meta["method settings"] == {"SmoothGrad": {"n_samples": 3}} and "smoothgrad" in meta
+    assert "lime" not in meta                          # only the methods the study runs
+    assert "num_samples" not in meta and "kernel_width" not in meta      # LIME's, not run
+    df = load_results(out, keys=("test_index",), sort=("rank",))
+    for _, row in df.iterrows():
+        ex = attnxai.explain(quick_model, imdb.test[int(row.test_index)].text, ["SmoothGrad"],
+                             settings={"SmoothGrad": {"n_samples": 3,
+                                                      "seed": int(row.test_index)}})
+        np.testing.assert_allclose(row["scores__SmoothGrad"], ex.token_scores["SmoothGrad"],
+                                   rtol=1e-6)
+    with pytest.raises(ValueError, match="seed is the study's"):
+        XF.run_faithfulness(tmp_path / "y", profile="quick", reviews=1, methods="SmoothGrad",
+                            settings={"SmoothGrad": {"seed": 3}}, progress=False)
+    with pytest.raises(ValueError, match="SmoothGrad has no setting"):
+        XF.run_faithfulness(tmp_path / "y", profile="quick", reviews=1, methods="SmoothGrad",
+                            settings={"SmoothGrad": {"samples": 3}}, progress=False)
+    with pytest.raises(ValueError, match=r"settings for \['LIME'\], which the study does not"):
+        XF.run_faithfulness(tmp_path / "y", profile="quick", reviews=1, methods="SmoothGrad",
+                            settings={"LIME": {"num_samples": 30}}, progress=False)
+    with pytest.raises(ValueError, match="LIME limit and LIME must share kernel_width"):
+        XF.run_faithfulness(tmp_path / "y", profile="quick", reviews=1,
+                            methods="LIME,LIME limit", kernel_width=25.0,
+                            settings={"LIME limit": {"kernel_width": 5.0}}, progress=False)
+    assert not (tmp_path / "y").exists()
+
+
 def test_perturber_model_backend_for_any_classifier():
     """A model the projections do not describe takes the model backend (auto) and is refused by
     backend='fast'."""
@@ -584,4 +673,4 @@ def test_cli_faithfulness_records_the_run(quick_model, tmp_path, capsys):
         "LIME__replace__abs__comprehensiveness" not in df
     assert cli_main(["faithfulness", "--profile", "quick", "--reviews", "1", "--out",
                      str(tmp_path / "bad"), "--methods", "SHAP", "--no-progress"]) == 2
-    assert "unknown ['SHAP']" in capsys.readouterr().err
+    assert "unknown method(s) ['SHAP']" in capsys.readouterr().err

@@ -40,19 +40,12 @@ from attnxai.cache import FORMAT_VERSION, cache_key
 from attnxai.checkpoint import MANIFEST, CheckpointError
 from attnxai.errors import ClusterError, NotARegularFile, OverBudget, UserError
 from attnxai.experiment import store
-from attnxai.experiment.runner import Study, chunked, open_workers, run
+from attnxai.experiment.runner import open_workers, run
 from attnxai.profiles import get_config
+from hostile_kit import ROOT, Squares, _env, _one_line, _squares, holder, tiny_cli  # noqa: F401 - fixtures
 
-ROOT = Path(__file__).resolve().parents[1]
 LABELLED_SHA = "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066"
 UNWRITABLE = Path("/sys/kernel")           # refuses new files even for root (sysfs)
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "ATTNXAI_IMDB_ARCHIVE"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"),
-                                         env.get("PYTHONPATH", "")])
-    return env
 
 
 def _unwritable() -> Path:
@@ -68,33 +61,6 @@ def _unwritable() -> Path:
 
 
 # ====================================================================== results folders
-class Squares(Study):
-    """A study with no model: row i holds i squared (``offset`` changes the settings)."""
-
-    key_columns = ("i",)
-    name = "squares"
-
-    def __init__(self, n: int = 6, offset: int = 0, chunk: int = 2):
-        self.n, self.offset, self.chunk = n, offset, chunk
-
-    def settings(self):
-        return {"n": self.n, "offset": self.offset}
-
-    def plan(self, done):
-        return chunked([{"i": i} for i in range(self.n) if (i,) not in done], self.chunk)
-
-    def task(self):
-        return _squares
-
-    def finish(self, out, jobs, client, progress):
-        return 0
-
-
-def _squares(items):
-    return [{"i": it["i"], "rank": it["i"], "y": float(it["i"] ** 2), "words": ["a", "b"][:it["i"]],
-             "coef": [0.5 * it["i"]] * 3} for it in items]
-
-
 class MetaSpy(Squares):
     """Checks, in its first chunk, that the folder already records the settings."""
 
@@ -109,36 +75,6 @@ class _meta_spy:
     def __call__(self, items):
         assert json.loads((Path(self.out) / "_meta.json").read_text()) == self.settings
         return _squares(items)
-
-
-HOLDER = textwrap.dedent("""
-    import json, sys
-    from pathlib import Path
-    from attnxai.experiment import store
-    out, settings = Path(sys.argv[1]), json.loads(sys.argv[2])
-    with store.hold(out, settings, ["attnxai", "holder"]) as held:
-        held.record()
-        print("held", flush=True)
-        sys.stdin.read()                      # hold until the test closes our stdin
-""")
-
-
-@pytest.fixture
-def holder(tmp_path):
-    """Start a process that holds a results folder (with given settings) until released."""
-    procs = []
-
-    def start(out: Path, settings: dict):
-        p = subprocess.Popen([sys.executable, "-c", HOLDER, str(out), json.dumps(settings)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
-        assert p.stdout.readline().strip() == "held"           # an event, not a sleep
-        procs.append(p)
-        return p
-
-    yield start
-    for p in procs:
-        p.stdin.close()
-        p.wait(timeout=60)
 
 
 def test_a_second_writer_is_refused_whatever_its_settings(tmp_path, holder):
@@ -290,7 +226,7 @@ def test_a_fifo_or_a_folder_in_place_of_a_part_or_the_settings_is_refused(tmp_pa
     part.unlink()
     (out / "_meta.json").unlink()
     os.mkfifo(out / "_meta.json")
-    with pytest.raises(store.DamagedResults, match=r"_meta.json cannot be read .*FIFO"):
+    with pytest.raises(UserError, match=r"_meta.json.* is a FIFO"):   # before computing
         run(Squares(), out, progress=False)
 
 
@@ -603,7 +539,7 @@ def test_lime_takes_any_positive_kernel_width(width, bow):
 
 def test_huge_kernel_widths_on_the_command_line(monkeypatch, capsys):
     pre = make_tiny(seed=3)
-    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", progress=True: pre)
+    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", **kw: pre)
     assert cli.main(["explain", "a good film", "--methods", "LIME,LIME limit",
                      "--kernel-width", "1e300", "--num-samples", "100", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -662,20 +598,6 @@ def test_an_unreachable_scheduler_fails_after_its_timeout_and_exits_cleanly():
 
 
 # ====================================================================== the command line
-@pytest.fixture
-def tiny_cli(monkeypatch):
-    pre = make_tiny(seed=3)
-    monkeypatch.setattr(trained, "pretrained", lambda profile="paper", progress=True: pre)
-    return pre
-
-
-def _one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert "Traceback" not in err and len(lines) == 1, err
-    return lines[0]
-
-
 def test_html_into_a_folder_or_an_unwritable_place_is_refused_before_computing(tiny_cli, tmp_path,
                                                                                monkeypatch, capsys):
     """Before (item 10): `explain ... --html` into a folder, a read-only or a no-permission
@@ -807,15 +729,18 @@ def test_lime_limit_says_when_it_answers_with_an_approximation():
     than twice the coefficient of "a") without a word; on a text of unknown words it returned
     equal values where fastlime refuses."""
     pre = make_tiny()
+    # (since: exact by default within the exact route's budget; beyond it, the warning)
     with pytest.warns(theory.LimitApproximationWarning, match=r"binomial-position approximation"
-                                                               r".*median 17% and reached 80%"):
-        theory.lime_limit(pre, "good film good plot", bow=True)
+                                                               r".*median 6.7%, worst 18.0% on "
+                                                               r"trained model"):
+        theory.lime_limit(pre, "good film good plot", bow=True, budget=0)
     with pytest.warns(theory.LimitApproximationWarning, match=r"independent removal.*law='lime' "
                                                                r"gives the exact limit"):
         theory.lime_limit(pre, "good bad film", bow=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         theory.lime_limit(pre, "good bad film", bow=True)                     # exact: silent
+        theory.lime_limit(pre, "good film good plot", bow=True)              # exact route
         theory.lime_limit(pre, "good film good plot", bow=True, positions="binomial")
         theory.lime_limit(pre, "good bad film", bow=False, law="lime")
     for fn in (lambda t: theory.lime_limit(pre, t), lambda t: fastlime.explain_instance(pre, t)):
@@ -833,9 +758,11 @@ def test_the_exact_limit_the_warning_names_takes_what_lime_limit_takes():
     pre = make_tiny()
     exact = exact_limit(pre, "good film good plot")
     assert exact.shape == (3,) and np.all(np.isfinite(exact))        # good, film, plot
-    with pytest.warns(theory.LimitApproximationWarning):
-        approx = theory.lime_limit(pre, "good film good plot")
+    with pytest.warns(theory.LimitApproximationWarning, match="positions='exact'"):
+        approx = theory.lime_limit(pre, "good film good plot", budget=0)
     assert approx.shape == exact.shape and not np.allclose(approx, exact, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(theory.lime_limit(pre, "good film good plot", positions="exact"),
+                               exact, rtol=0, atol=1e-9)          # what the warning names
     np.testing.assert_allclose(exact_limit(pre, "good bad film"),         # the chain, fine
                                theory.lime_limit(pre, "good bad film", ksub=2), rtol=0, atol=1e-9)
     with pytest.raises(ValueError, match="target class 7 does not exist"):

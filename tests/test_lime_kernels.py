@@ -177,7 +177,7 @@ def reference_sums(masks, word_index, A, B):
 
 
 @needs_numba
-@pytest.mark.parametrize("K_", [1, 2, 6, 7])
+@pytest.mark.parametrize("K_", [1, 2, 4, 6, 7, 11, 12])
 def test_delete_sums_numba_equals_numpy_to_the_bit(K_):
     rng = np.random.default_rng(K_)
     for dtype in (bool, np.uint8):

@@ -142,7 +142,19 @@ def test_register_adds_latex_beside_html_and_fits_sympy():
     assert fmt(x + 1)[0]["text/latex"] == f"$\\displaystyle {sp.latex(x + 1)}$"
     long = sum(sp.Symbol(f"y_{{{i}}}") * sp.exp(x * i) for i in range(40))
     assert r"\begin{aligned}" in fmt(long)[0]["text/latex"]
-    assert printforms.register(None) in (True, False)        # outside a running IPython: no-op
+    assert printforms.register(None) is True                 # None: the running shell, ip
+
+
+def test_register_outside_ipython_is_a_no_op():
+    """No IPython shell running: ``register()`` installs nothing and says so."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from attnxai import printforms; print(printforms.register())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=os.environ, timeout=300, check=True)
+    assert out.stdout.strip() == "False"
 
 
 # ---------------------------------------------------------------- typeset by TeX

@@ -1,8 +1,10 @@
 """Property-based tests (hypothesis) of the public entry points, on tiny hand-built models.
 
 For any text, ids, target or setting, each entry point either raises the documented error
-(``TypeError`` for a wrong type, ``ValueError`` for a wrong value) or returns a finite answer of
-the documented shape, and the answer is right where a second computation can tell (logits that
+(``TypeError`` for a wrong type, ``ValueError`` for a wrong value, with a message) or returns a
+finite answer of the documented shape; inputs the documentation says are valid (the predicates
+``valid_*`` below, written from the docstrings) must be answered, so a regression that refuses
+valid input fails; and the answer is right where a second computation can tell (logits that
 do not depend on the batch, attention that sums to one, a zero gradient on padding, LIME's words
 in lime's order). Examples are derandomised (the same ones on every run, so CI is reproducible)
 and few (``ATTNXAI_HYPOTHESIS_EXAMPLES`` scales them up for a deeper local search).
@@ -18,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import WORDS, make_tiny
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import attnxai
@@ -60,18 +62,59 @@ batch_sizes = mostly(st.one_of(st.integers(1, 6), st.just(np.int64(2))), bad_int
 heads = mostly(st.one_of(st.none(), st.integers(0, 2)), bad_ints)
 
 
-def raises_documented(call):
-    """(result, None) or (None, exception) for TypeError/ValueError; anything else propagates."""
+def raises_documented(call, valid: bool):
+    """(result, None, warnings) or (None, exception, []) for TypeError/ValueError; anything else
+    propagates. ``valid``: the inputs are ones the documentation says are answered (the
+    predicates below), so a refusal fails the test; otherwise either outcome may be right, but a
+    refusal must say why."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             out = call()
     except (TypeError, ValueError) as exc:
         assert str(exc), f"{type(exc).__name__} without a message"
+        assert not valid, f"refused a valid input: {type(exc).__name__}: {exc}"
         event(f"refused: {type(exc).__name__}: {str(exc)[:50]}")
         return None, exc, []
-    event("answered")
+    event("answered (valid input)" if valid else "answered")
     return out, None, caught
+
+
+# ---------------------------------------------------------------- what must be answered
+# Written from the docstrings (attnxai.validate, Pretrained.encode, ClassifierBase.check_ids),
+# not from the code that checks: each says which inputs an entry point may not refuse.
+def is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def has_word(text) -> bool:
+    """A text in the documented sense: a str with a letter or digit."""
+    return isinstance(text, str) and any(c.isalnum() or c == "_" for c in text)
+
+
+def valid_target(t, n_classes: int = 2) -> bool:
+    return is_int(t) and 0 <= int(t) < n_classes
+
+
+def valid_texts(batch) -> bool:
+    """A text or a non-empty list of texts, each with a word."""
+    items = [batch] if isinstance(batch, str) else batch
+    return isinstance(items, list) and len(items) > 0 and all(has_word(t) for t in items)
+
+
+def valid_ids(ids, pre) -> bool:
+    """(B, T) integer ids, B >= 1, 1 <= T <= max_len, each row [CLS], words, then padding."""
+    m = pre.model
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or \
+            ids.dtype not in (torch.int64, torch.int32) or min(ids.shape) == 0 or \
+            ids.shape[1] > m.max_len:
+        return False
+    for row in ids.long().tolist():
+        n = sum(x != m.pad_id for x in row)
+        if row[0] != m.cls_id or any(x == m.pad_id for x in row[:n]) or \
+                not all(0 < x < m.vocab_size and x != m.cls_id for x in row[1:n]):
+            return False
+    return True
 
 
 def n_tokens(text: str) -> int:
@@ -86,7 +129,8 @@ def n_tokens(text: str) -> int:
        truncate=mostly(st.booleans(), st.sampled_from([0, "no", None])))
 def test_encode(padding, batch, truncate):
     pre = MODELS[padding]
-    ids, exc, caught = raises_documented(lambda: pre.encode(batch, truncate=truncate))
+    ids, exc, caught = raises_documented(lambda: pre.encode(batch, truncate=truncate),
+                                         valid_texts(batch) and isinstance(truncate, bool))
     if exc is not None:
         return
     items = [batch] if isinstance(batch, str) else list(batch)
@@ -105,8 +149,11 @@ def test_encode(padding, batch, truncate):
        batch_size=batch_sizes, head=heads)
 def test_predict_logits(padding, batch, batch_size, head):
     pre = MODELS[padding]
+    valid = (isinstance(batch, list) and len(batch) > 0 and all(isinstance(t, str) for t in batch)
+             and is_int(batch_size) and batch_size >= 1
+             and (head is None or (is_int(head) and 0 <= head < pre.model.n_heads)))
     out, exc, _ = raises_documented(lambda: pre.predict_logits(batch, batch_size=batch_size,
-                                                               head=head))
+                                                               head=head), valid)
     if exc is not None:
         return
     assert isinstance(batch, list) and out.shape == (len(batch), pre.model.n_classes)
@@ -150,7 +197,7 @@ def real_lengths(pre, ids):
 @given(padding=st.sampled_from(["mask", "unk"]), ids=mostly(id_tensors(), not_texts))
 def test_forward(padding, ids):
     pre = MODELS[padding]
-    out, exc, _ = raises_documented(lambda: pre.model(ids))
+    out, exc, _ = raises_documented(lambda: pre.model(ids), valid_ids(ids, pre))
     if exc is not None:
         return
     assert out.shape == (ids.shape[0], pre.model.n_classes) and torch.isfinite(out).all()
@@ -165,8 +212,10 @@ def test_forward(padding, ids):
        layer=mostly(st.sampled_from([0, -1, "all", np.int64(0)]), bad_ints))
 def test_attention(padding, ids, reduce, layer):
     pre = MODELS[padding]
+    valid = valid_ids(ids, pre) and reduce in ("mean", "max", "none") and \
+        (isinstance(layer, str) and layer == "all" or is_int(layer) and layer in (0, -1))
     out, exc, _ = raises_documented(lambda: explainers.attention(pre.model, ids, reduce,
-                                                                 layer=layer))
+                                                                 layer=layer), valid)
     if exc is not None:
         return
     B = ids.shape[0]
@@ -191,7 +240,8 @@ def test_attention(padding, ids, reduce, layer):
 @given(padding=st.sampled_from(["mask", "unk"]), ids=id_tensors(), target=targets)
 def test_gradient(padding, ids, target):
     pre = MODELS[padding]
-    g, exc, _ = raises_documented(lambda: explainers.gradient(pre.model, ids, target))
+    g, exc, _ = raises_documented(lambda: explainers.gradient(pre.model, ids, target),
+                                  valid_ids(ids, pre) and valid_target(target))
     if exc is not None:
         return
     T = ids.shape[1] if padding == "mask" else L
@@ -215,13 +265,30 @@ lime_settings = st.fixed_dictionaries({}, optional={
 })
 
 
+def valid_lime(pre, text, target, kw) -> bool:
+    """fastlime.explain_instance's documented inputs: a text with a word the vocabulary knows
+    (else the model sees UNK alone), lime's settings as attnxai.validate states them."""
+    known = has_word(text) and any(i != pre.vocab.unk_id for i in pre.vocab.lookup(tokenize(text)))
+    n, nu = kw.get("num_samples", 5000), kw.get("kernel_width", 25)
+    rs = kw.get("random_state")
+    return (known and valid_target(target) and is_int(n) and n >= 2
+            and isinstance(nu, (int, float)) and not isinstance(nu, bool) and 0 < nu < math.inf
+            and isinstance(kw.get("bow", True), bool) and kw.get("mask_string", "UNK") in
+            ("UNK", "zork")
+            and (rs is None or isinstance(rs, np.random.RandomState) or is_int(rs) and
+                 0 <= rs < 2**32))
+
+
 @examples(40)
 @given(text=mostly(known_texts, st.one_of(word_texts, st.text(max_size=20), not_texts)),
        target=targets, kw=lime_settings)
+@example(text="good film", target=1, kw={"num_samples": 2})     # the smallest valid budget
+@example(text="bad", target=np.int64(0), kw={"kernel_width": 1e-3, "random_state": 2**32 - 1})
 def test_fastlime_explain(text, target, kw):
     pre = MODELS["mask"]
     kw.setdefault("num_samples", 30)
-    res, exc, _ = raises_documented(lambda: fastlime.explain_instance(pre, text, target=target, **kw))
+    res, exc, _ = raises_documented(lambda: fastlime.explain_instance(pre, text, target=target, **kw),
+                                    valid_lime(pre, text, target, kw))
     if exc is not None:
         return
     d = len(res.words)
@@ -243,10 +310,13 @@ def test_fastlime_explain(text, target, kw):
        seed=mostly(st.integers(0, 5), st.sampled_from([-1, 1.5, "0"])))
 def test_explain(text, target, methods, bow, seed):
     pre = MODELS["mask"]
+    valid = (valid_lime(pre, text, target, {"bow": bow, "num_samples": 30}) and is_int(seed)
+             and 0 <= seed < 2**32 and (methods is None or isinstance(methods, list)
+                                        and 0 < len(methods) and set(methods) <= set(PAPER_METHODS)))
     ex, exc, caught = raises_documented(lambda: attnxai.explain(
         pre, text, methods, target=target, seed=seed,
         settings={"LIME": {"num_samples": 30, "bow": bow}} if methods is None or
-        "LIME" in methods else None))
+        "LIME" in methods else None), valid)
     if exc is not None:
         return
     cols = list(PAPER_METHODS if methods is None else methods)

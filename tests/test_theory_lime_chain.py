@@ -8,6 +8,7 @@ import copy
 import itertools
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -179,10 +180,12 @@ def test_replacement_equals_previous_implementation():
         np.testing.assert_allclose(la.lime_limit(pre, text, bow=True, kernel_width=nu,
                                                  law="discrete", method="meanfield"),
                                    case["delete_meanfield"], rtol=0, atol=1e-10)
-        # deletion with repeated words: the same binomial-position approximation, on the
-        # doubling lambda rule instead of the old one (quadrature errors ~1e-5 relative)
+        # deletion with repeated words: the same binomial-position approximation (by name: the
+        # default is now exact on such short texts), on the doubling lambda rule instead of the
+        # old one (quadrature errors ~1e-5 relative)
         old = np.asarray(case["delete"])
-        np.testing.assert_allclose(la.lime_limit(pre, text, bow=True, kernel_width=nu), old,
+        np.testing.assert_allclose(la.lime_limit(pre, text, bow=True, kernel_width=nu,
+                                                 positions="binomial"), old,
                                    rtol=0, atol=3e-5 * np.abs(old).max())
 
 
@@ -314,23 +317,32 @@ def test_binomial_windows_match_scipy():
             np.testing.assert_allclose(got, full, atol=1e-13 * full.max())
 
 
-def test_repeated_words_binomial_default():
-    """With a repeated word the default is the binomial-position approximation (a word's
-    occurrences deleted together, independent removal), the distinct-word default the chain;
-    several kernel widths in one call give each width's answer."""
+def test_repeated_words_defaults():
+    """With a repeated word the default is the exact route when it fits its budget (lime's
+    law, every configuration of the repeated words), beyond it the binomial-position
+    approximation (a word's occurrences deleted together, independent removal); the
+    distinct-word default the chain; several kernel widths in one call give each width's
+    answer."""
     pre = make_tiny(seed=15, n_heads=2, max_len=20, scale=1.0)
     ids = np.array([1, 5, 9, 5, 12, 5, 9, 20, 21, 5])
-    binom_ = la.lime_limit(pre.model, ids, bow=True)
+    feats = la.document_features(ids[1:].tolist(), True)
+    np.testing.assert_allclose(la.lime_limit(pre.model, ids, bow=True),
+                               exact_limit(pre.model, ids, feats, True, 25.0), atol=1e-10)
+    with pytest.warns(la.LimitApproximationWarning, match="binomial"):
+        binom_ = la.lime_limit(pre.model, ids, bow=True, budget=0)
     np.testing.assert_array_equal(binom_, la.lime_limit(pre.model, ids, bow=True,
                                                         law="discrete", positions="binomial"))
     distinct = distinct_doc(15, 6)
     np.testing.assert_array_equal(la.lime_limit(pre.model, distinct, bow=True),
                                   la.lime_limit(pre.model, distinct, bow=True, law="lime"))
-    both = la.lime_limit_heads_by_width(pre.model, ids, [25.0, math.inf], bow=True)
-    np.testing.assert_allclose(both[25.0].mean(0), binom_, atol=1e-13)
-    np.testing.assert_allclose(both[math.inf].mean(0),
-                               la.lime_limit(pre.model, ids, bow=True, kernel_width=math.inf),
-                               atol=1e-13)
+    for budget in (0, None):
+        kw = {} if budget is None else {"budget": budget}
+        both = la.lime_limit_heads_by_width(pre.model, ids, [25.0, math.inf], bow=True, **kw)
+        for nu in (25.0, math.inf):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", la.LimitApproximationWarning)
+                one = la.lime_limit(pre.model, ids, bow=True, kernel_width=nu, **kw)
+            np.testing.assert_allclose(both[nu].mean(0), one, atol=1e-13)
 
 
 def test_aligned_arrays_and_arena():

@@ -65,13 +65,18 @@ def test_both_routes_and_enumeration_agree_on_distinct_words(tiny, bow):
 
 
 def test_repeated_words_deletion_routes(tiny):
-    """With a repeated word, deletion follows binomial positions by default (an approximation,
-    measured here against enumeration); positions='exact' is the tokens' game summed per word,
-    exact for that game."""
+    """With a repeated word, deletion's default is the exact route (every configuration of the
+    repeated words) when it fits its budget: equal to enumeration; the binomial positions only
+    by name (an approximation, measured here against enumeration); positions='tokens' is the
+    tokens' game summed per word, exact for that game."""
     text = "good film good plot but the plot was boring the end"
     model, ids, feats = resolve(tiny, text, True, None)
     ref = sx.exact_shapley(model, ids, feats, bow=True)
-    binomial = sv.shapley(tiny, text, bow=True)
+    assert rel(sv.shapley(tiny, text, bow=True), ref) < 1e-10
+    assert rel(sv.shapley(tiny, text, bow=True, positions="exact"), ref) < 1e-10
+    assert rel(sv.banzhaf(tiny, text, bow=True), sx.exact_banzhaf(model, ids, feats, bow=True)) \
+        < 1e-10
+    binomial = sv.shapley(tiny, text, bow=True, positions="binomial")
     assert 0 < rel(binomial, ref) < 0.2
     tokens = [np.array([t]) for t in range(1, ids.size)]
     token_game = sx.exact_shapley(model, ids, tokens, bow=True)
@@ -79,7 +84,7 @@ def test_repeated_words_deletion_routes(tiny):
     for j, f in enumerate(feats):
         owner[f - 1] = j
     summed = np.bincount(owner, token_game, len(feats))
-    assert rel(sv.shapley(tiny, text, bow=True, positions="exact"), summed) < 1e-10
+    assert rel(sv.shapley(tiny, text, bow=True, positions="tokens"), summed) < 1e-10
     with pytest.raises(ValueError, match="method='chain' follows the positions exactly"):
         sv.shapley(tiny, text, bow=True, positions="binomial", method="chain")
 
@@ -93,7 +98,7 @@ def test_binomial_error_on_random_models_is_what_chapter_9_states():
         text = tiny_text(14, seed=seed, unknown=False)
         model, ids, feats = resolve(pre, text, True, None)
         ref = sx.exact_shapley(model, ids, feats, bow=True)
-        errs.append(rel(sv.shapley(pre, text, bow=True), ref))
+        errs.append(rel(sv.shapley(pre, text, bow=True, positions="binomial"), ref))
     assert 0.01 < np.median(errs) < 0.1 and max(errs) < 0.25
 
 
@@ -259,27 +264,13 @@ def test_binomial_default_warns_and_explicit_choices_are_silent():
     for fn, value in ((theory.shapley, "Shapley"), (theory.banzhaf, "Banzhaf")):
         with pytest.warns(theory.LimitApproximationWarning,
                           match=rf"{value} values.*binomial-position.*positions='binomial'"):
-            approx = fn(pre, repeated, bow=True)
+            approx = fn(pre, repeated, bow=True, budget=0)     # the exact route over budget
         with warnings.catch_warnings():
             warnings.simplefilter("error")            # any warning fails these
             chosen = fn(pre, repeated, bow=True, positions="binomial")
             fn(pre, distinct, bow=True)
             fn(pre, repeated, bow=False)
+            fn(pre, repeated, bow=True)                   # within budget: exact, silent
         np.testing.assert_array_equal(approx, chosen)   # the warning changes nothing
     with pytest.warns(theory.LimitApproximationWarning, match="curves values"):
-        sv.effect_curves(pre, repeated, [0.5], bow=True)
-
-
-def test_measured_binomial_errors_match_the_committed_table():
-    import pandas as pd
-    from pathlib import Path
-
-    ex = pd.read_csv(Path(__file__).parents[1] / "book" / "data" / "shapley_exactness.csv",
-                     comment="#")
-    binom = ex[(ex["case"] != "random model") & (ex["mode"] == "delete") & ~ex["distinct"]]
-    for value in ("Shapley", "Banzhaf"):
-        err = binom[binom["route"] == f"{value} (default)"]["norm_rel_error"]
-        assert len(err) >= 3, value
-        med, top = sv.MEASURED_ERRORS[value]
-        assert med == pytest.approx(err.median(), abs=5e-4), value
-        assert top == pytest.approx(err.max(), abs=5e-4), value
+        sv.effect_curves(pre, repeated, [0.5], bow=True, budget=0)

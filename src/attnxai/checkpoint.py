@@ -47,7 +47,6 @@ versions. Stale ``.tmp-*`` folders (a writer killed mid-save) are removed by the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -66,6 +65,7 @@ from . import files as _files
 from .cache import FORMAT_VERSION, rebuild_hint
 from .data import check_writable
 from .errors import UserError
+from .files import sha256 as _sha256
 from .files import (SMALL_FILE_BYTES, TMP_PREFIX, atomic_write, open_regular, replace_folder,
                     writer_lock)
 from .interface import ClassifierBase
@@ -74,8 +74,9 @@ from .multilayer import MultiLayerClassifier
 from .text import Vocab
 from .textmodel import Pretrained
 
-__all__ = ["weights_sha256", "CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
-           "adopt", "checkpoint_files", "config_sha256", "from_files", "load", "origin", "save",
+__all__ = ["CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
+           "adopt", "check_replaceable", "checkpoint_files", "config_sha256", "from_files", "load",
+           "origin", "save", "weights_sha256",
            "save_files"]
 
 #: The model classes a checkpoint can hold, by the name its config.json records (``arch``).
@@ -106,10 +107,6 @@ class CheckpointWarning(UserWarning):
 
 
 # ---------------------------------------------------------------------- manifest and messages
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def config_sha256(config: dict[str, Any]) -> str:
     """sha256 of a checkpoint config as canonical JSON (sorted keys, no spaces)."""
     return _sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
@@ -160,21 +157,36 @@ def _clean_stale(parent: Path, name: str) -> list[Path]:
     return removed
 
 
+def _ours(name: str, doc: Any) -> bool:
+    """Whether ``doc``, the content of a checkpoint's ``manifest.json`` or ``config.json``, is one
+    attnxai writes: a manifest with its version, file table of checkpoint files and config hash;
+    a config naming an architecture attnxai knows, with the model's and the training's sections
+    and the format (two common keys such as ``arch`` and ``model`` are not enough)."""
+    if not isinstance(doc, dict):
+        return False
+    if name == MANIFEST:
+        return isinstance(doc.get("manifest_version"), int) and isinstance(doc.get("files"), dict) \
+            and set(doc["files"]) <= set(_FILES) and isinstance(doc.get("config_sha256"), str)
+    return doc.get("arch", "AttentionClassifier") in MODEL_CLASSES and "arch" in doc \
+        and isinstance(doc.get("model"), dict) and isinstance(doc.get("train"), dict) \
+        and "format" in doc
+
+
 def _looks_like_a_checkpoint(path: Path) -> bool:
-    """Whether the folder's ``manifest.json`` or ``config.json`` is one attnxai writes (names
-    alone do not tell a checkpoint from a user's folder holding a ``config.json`` of its own)."""
-    for name, keys in ((MANIFEST, ("manifest_version", "files")),
-                       ("config.json", ("arch", "model"))):
+    """Whether the folder's ``manifest.json`` or ``config.json`` is one attnxai writes
+    (:func:`_ours`; names alone do not tell a checkpoint from a user's folder holding a
+    ``config.json`` of its own)."""
+    for name in (MANIFEST, "config.json"):
         try:
-            doc = json.loads(_files.read_small_file(path / name))
+            doc = _files.read_json(path / name)
         except (OSError, ValueError):
             continue
-        if isinstance(doc, dict) and all(k in doc for k in keys):
+        if _ours(name, doc):
             return True
     return False
 
 
-def _check_replaceable(path: Path) -> None:
+def check_replaceable(path: Path) -> None:
     """Refuse to replace a folder that holds anything but a checkpoint's files (a save replaces
     the folder whole: what else it held would be deleted): every entry a file of a checkpoint's
     name (not a folder so named), and the folder recognised by its manifest or config."""
@@ -209,7 +221,7 @@ def save(pre: Pretrained, path: str | os.PathLike) -> Path:
         path = path.resolve()
     if path.exists() and not path.is_dir():
         raise CheckpointError(f"{path} exists and is not a folder: cannot save a checkpoint there")
-    _check_replaceable(path)
+    check_replaceable(path)
     state = {k: v.detach().cpu().contiguous() for k, v in pre.model.state_dict().items()}
     files = {"model.safetensors": save_safetensors(state),
              "config.json": json.dumps(pre.config, indent=2, sort_keys=True).encode(),
@@ -240,7 +252,7 @@ def _write(files: dict[str, bytes], path: Path, extra: dict[str, bytes] | None =
                               f"{_files.WAIT_SECONDS:.0f} s (it holds {lock.lock_file}): let it "
                               "finish, or stop it, then save again") from None
     try:
-        _check_replaceable(path)
+        check_replaceable(path)
         _clean_stale(path.parent, path.name)
         replace_folder(path, fill)
     finally:
@@ -251,17 +263,23 @@ def _write(files: dict[str, bytes], path: Path, extra: dict[str, bytes] | None =
 def _limits(manifest: bytes | None) -> dict[str, int]:
     """The most bytes to read of each file: what the manifest records (one more byte shows a
     file that grew), else the size of any file of its kind (JSON files: 64 MiB; the weights:
-    the memory budget)."""
-    from .budget import budget
+    the memory budget). Weights the manifest records as larger than the memory budget are
+    refused as such (:class:`attnxai.errors.OverBudget`), not read short and called truncated."""
+    from .budget import budget, check
 
     limits = {n: SMALL_FILE_BYTES for n in (*_FILES, MANIFEST)}
     limits["model.safetensors"] = budget()[0]
     try:
-        recorded = json.loads(manifest)["files"] if manifest is not None else {}
+        recorded = _files.loads_json(manifest, "manifest.json")["files"] \
+            if manifest is not None else {}
         for n in _FILES:
             limits[n] = min(limits[n], max(0, int(recorded[n]["bytes"])))
+        weights = int(recorded["model.safetensors"]["bytes"])
     except Exception:  # noqa: BLE001 - a damaged manifest is reported by _check
-        pass
+        return limits
+    check(weights, f"this checkpoint's weights (model.safetensors: {weights} bytes, as its "
+          "manifest records)", "raise the budget to load it (e.g. ATTNXAI_MEMORY_BUDGET=2G); "
+          "the checkpoint itself was not checked, nor called damaged")
     return limits
 
 
@@ -330,7 +348,7 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     """Verify the files (manifest, then consistency); returns config, vocab, metrics, state."""
     profile = None
     try:
-        profile = json.loads(files["config.json"])["train"]["profile"]
+        profile = _files.loads_json(files["config.json"], "config.json")["train"]["profile"]
     except Exception:
         pass
     missing = [f for f in _FILES if f not in files]
@@ -344,7 +362,7 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     manifest = None
     if MANIFEST in files:
         try:
-            manifest = json.loads(files[MANIFEST])
+            manifest = _files.loads_json(files[MANIFEST], MANIFEST)
             recs = {n: (str(manifest["files"][n]["sha256"]), int(manifest["files"][n]["bytes"]))
                     for n in _FILES}
         except Exception as exc:
@@ -374,11 +392,11 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
             raise _damaged(path, [f"{name} cannot be read ({type(exc).__name__}: "
                                   f"{str(exc)[:200]})"], profile) from None
 
-    config = parse("config.json", json.loads)
+    config = parse("config.json", lambda b: _files.loads_json(b, "config.json"))
     if not isinstance(config, dict) or not isinstance(config.get("model"), dict):
         raise _damaged(path, ["config.json has no 'model' section"], profile)
     vocab = parse("vocab.json", Vocab.from_json)
-    metrics = parse("metrics.json", json.loads)
+    metrics = parse("metrics.json", lambda b: _files.loads_json(b, "metrics.json"))
     state = parse("model.safetensors", load_safetensors)
     W_e = state.get("W_e")
     n_emb = int(W_e.shape[0]) if W_e is not None and W_e.dim() == 2 else None
@@ -404,6 +422,35 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     return config, vocab, metrics, state
 
 
+#: The largest size config.json may give any dimension of a model (a vocabulary of 16 million
+#: words; the book's models have at most 50 000): larger is damage, refused before any tensor.
+MAX_DIMENSION = 1 << 24
+
+
+def _check_shapes(path: Path, arch: str, args: dict, state: dict, profile: str | None) -> None:
+    """Refuse, before the model allocates anything, a config whose sizes are not sane (each a
+    whole number within :data:`MAX_DIMENSION`) or whose weights' shapes (built on torch's
+    ``meta`` device: shapes, no memory) are not those of ``state``, the weights in the file."""
+    bad = [f"{k}={v!r}" for k, v in args.items() if isinstance(v, int)
+           and not isinstance(v, bool) and not 0 <= v <= MAX_DIMENSION]
+    if bad:
+        raise _damaged(path, [f"config.json's model section gives sizes no model has "
+                              f"({', '.join(bad)}; each must be a whole number from 0 to "
+                              f"{MAX_DIMENSION})"], profile)
+    try:
+        with torch.device("meta"):
+            wanted = {k: tuple(v.shape) for k, v in MODEL_CLASSES[arch](**args).state_dict().items()}
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise _damaged(path, [f"config.json's model section is not valid for {arch} "
+                              f"({str(exc)[:200]})"], profile) from None
+    have = {k: tuple(v.shape) for k, v in state.items()}
+    differ = [f"{k}: {wanted.get(k)} in config.json, {have.get(k)} in model.safetensors"
+              for k in sorted(set(wanted) | set(have)) if wanted.get(k) != have.get(k)]
+    if differ:
+        raise _damaged(path, ["model.safetensors does not hold the weights config.json describes "
+                              f"({'; '.join(differ[:4])})"], profile)
+
+
 def _build(path: Path, config: dict, vocab: Vocab, metrics: dict, state: dict,
            dtype: torch.dtype) -> Pretrained:
     """The model of verified checkpoint pieces (``path``: where they came from, for messages)."""
@@ -412,9 +459,10 @@ def _build(path: Path, config: dict, vocab: Vocab, metrics: dict, state: dict,
         raise ValueError(f"{path} holds a {arch!r} model, unknown to this version of attnxai "
                          f"(known: {sorted(MODEL_CLASSES)})")
     profile = (config.get("train") or {}).get("profile")
+    _check_shapes(path, arch, config["model"], state, profile)
     try:
         model = MODEL_CLASSES[arch](**config["model"])
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RuntimeError) as exc:
         raise _damaged(path, [f"config.json's model section is not valid for {arch} ({exc})"],
                        profile) from None
     try:
@@ -439,7 +487,7 @@ def _unverified(path: Path, files: dict[str, bytes]) -> CheckpointError:
     """The refusal of a folder without a manifest: how to adopt it, or rebuild it."""
     profile = None
     try:
-        profile = json.loads(files["config.json"])["train"]["profile"]
+        profile = _files.loads_json(files["config.json"], "config.json")["train"]["profile"]
     except Exception:  # noqa: BLE001 - only for the hint
         pass
     hint = rebuild_hint(path, profile)
@@ -541,7 +589,7 @@ def origin(path: str | os.PathLike) -> dict[str, Any] | None:
     """Where the checkpoint folder ``path`` came from when it was not trained here (its
     ``origin.json``, written by :func:`save_files`), else None."""
     try:
-        record = json.loads(_files.read_small_file(Path(path) / ORIGIN))   # never a FIFO
+        record = _files.read_json(Path(path) / ORIGIN)   # never a FIFO
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None

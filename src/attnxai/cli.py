@@ -2,8 +2,10 @@
 
 Every command is listed in :data:`COMMANDS` (name -> (add_arguments, run, help)); each ``run``
 takes the parsed namespace and returns an exit code. The flags mean the same in every command
-(``--profile``, ``--methods``, ``--num-samples``, ``--kernel-width``, ``--target``,
-``--no-progress``); an old spelling still works and says which to use.
+(``--profile``, ``--methods``, ``--num-samples``, ``--kernel-width``, ``--target``, ``--set``,
+``--no-progress``), and every command that could use a flag takes it (``--no-progress``: a
+training, a study, an explanation; ``--set METHOD.FIELD=VALUE``: any method's settings, for
+``explain`` and ``faithfulness``); an old spelling still works and says which to use.
 
 Errors a user can fix (a wrong value, a file or folder the system refuses, a damaged checkpoint, a
 package to install, a request over the memory budget: ``ValueError``, ``OSError``,
@@ -15,8 +17,8 @@ worker processes are killed and a cluster client closed on the way out.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -43,6 +45,23 @@ def _deprecated(p: argparse.ArgumentParser, old: str, new: str) -> None:
                    help=argparse.SUPPRESS)
 
 
+# ---------------------------------------------------------------- the shared flags
+def _progress_flag(p: argparse.ArgumentParser) -> None:
+    """``--no-progress``, taken by every command that shows progress (a training, a study, an
+    explanation). In a log (output that is not a terminal) a bar writes a line every few
+    seconds at most (:mod:`attnxai.progress`)."""
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _set_flag(p: argparse.ArgumentParser) -> None:
+    """``--set METHOD.FIELD=VALUE``: any setting of any method
+    (:func:`attnxai.registry.parse_settings`)."""
+    p.add_argument("--set", action="append", default=[], metavar="METHOD.FIELD=VALUE",
+                   help="a setting of one method, e.g. SmoothGrad.n_samples=20 or "
+                        "LIME.bow=false (repeatable; the fields of attnxai.registry's settings "
+                        "classes)")
+
+
 # ---------------------------------------------------------------- train / info
 def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper",
@@ -57,13 +76,14 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-download", action="store_true",
                    help="train here even when the book's published model of the same cache key "
                         "could be downloaded")
+    _progress_flag(p)
 
 
 def _train_run(args: argparse.Namespace) -> int:
     from .trained import pretrained
 
     pre = pretrained(args.profile, archive=args.archive, device=args.device,
-                     download=not args.no_download)
+                     download=not args.no_download, progress=not args.no_progress)
     m = pre.metrics
     ref = paper.reported("multilayer_accuracy" if pre.model.n_layers > 1 else
                          "single_layer_accuracy")
@@ -99,10 +119,10 @@ def _info_run(args: argparse.Namespace) -> int:
     else:
         pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
                          download=False, progress=False)
-    from .files import read_small_file
+    from .files import loads_json, read_small_file, sha256
 
     raw = read_small_file(pre.path / MANIFEST)              # load() verified the files against it
-    record = json.loads(raw)
+    record = loads_json(raw, str(pre.path / MANIFEST))
     files = record["files"]
     verified = "files match their sha256 manifest"
     if record.get("adopted"):
@@ -112,7 +132,7 @@ def _info_run(args: argparse.Namespace) -> int:
     out = {"path": str(pre.path), "model": pre.path.name, "key": pre.path.name.rsplit("-", 1)[-1],
            "verified": verified,
            "sha256": {name: rec["sha256"] for name, rec in sorted(files.items())},
-           "manifest_sha256": hashlib.sha256(raw).hexdigest(),
+           "manifest_sha256": sha256(raw),
            "origin": came or "trained on this machine (no origin.json)",
            "data_sha256": pre.config.get("data_sha256"),
            **{k: v for k, v in pre.metrics.items() if k not in ("history", "fingerprint")},
@@ -204,8 +224,9 @@ def _adopt_run(args: argparse.Namespace) -> int:
     if (path / store.META).is_file():
         adopted = store.adopt(path)
         print(f"{path}: {len(adopted)} part(s) given the checksum of their rows as they are now "
-              f"(trusted: that nobody changed them since they were written; every other part was "
-              "verified); from now on a change to any part is detected")
+              f"and the settings of {store.META} (trusted: that nobody changed them since they "
+              "were written and that those settings made them; every other part was verified); "
+              "from now on a change to any part or to its settings is detected")
         return 0
     manifest = checkpoint.adopt(path)
     print(f"{manifest}: written. Checked first: the file set, that every file reads, the "
@@ -235,7 +256,7 @@ def _study_args(p: argparse.ArgumentParser, *, chunk: int, unit: str = "reviews"
     p.add_argument("--chunk", type=int, default=chunk, help=f"{unit} per task (default {chunk})")
     p.add_argument("--device", default="cpu", help=device_help)
     p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
-    p.add_argument("--no-progress", action="store_true")
+    _progress_flag(p)
 
 
 # ---------------------------------------------------------------- lime-experiment
@@ -285,9 +306,8 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reviews", type=int, default=1000,
                    help="first N reviews of the seeded test-set order (default 1000)")
     p.add_argument("--methods", default=None,
-                   help="comma-separated explainers (default: every method of "
-                        "attnxai.registry.METHODS: the seven of Figure 1, then alpha x s, "
-                        "'LIME limit', chapter 9's game values and IG, and 'random')")
+                   help="comma-separated explainers, or 'all' (default: every method of "
+                        "attnxai.registry.METHODS, 'attnxai explain --help' lists them)")
     p.add_argument("--perturbations", default=None, help="replace,delete (default both)")
     p.add_argument("--selections", default=None, help="abs,positive (default both; also signed)")
     p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
@@ -298,6 +318,7 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="auto", choices=["auto", "fast", "model"],
                    help="how perturbed documents are evaluated (default auto: the float64 "
                         "projections of the single-layer model)")
+    _set_flag(p)
     _study_args(p, chunk=10)
 
 
@@ -306,6 +327,7 @@ def _faith_run(args: argparse.Namespace) -> int:
 
     from .experiment.faithfulness import faithfulness_summary, run_faithfulness
     from .experiment.store import load_results
+    from .registry import parse_settings
 
     report = run_faithfulness(args.out, profile=args.profile, reviews=args.reviews,
                               methods=args.methods, perturbations=args.perturbations,
@@ -313,7 +335,8 @@ def _faith_run(args: argparse.Namespace) -> int:
                               kernel_width=args.kernel_width, backend=args.backend,
                               jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                               archive=args.archive, progress=not args.no_progress,
-                              target=args.target, device=args.device, command=args.argv)
+                              target=args.target, device=args.device, command=args.argv,
+                              settings=parse_settings(args.set) or None)
     print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} reviews/s)")
     df = load_results(report.out, keys=("test_index",), sort=("rank",))
@@ -372,6 +395,8 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--methods", default=None,
                    help="comma-separated, among " + ", ".join(ALL_METHODS)
                         + " (default: the seven of Figure 1); or 'all'")
+    p.add_argument("--archive", default=None,
+                   help="IMDb .tar.gz the model was trained on (else $ATTNXAI_IMDB_ARCHIVE)")
     p.add_argument("--html", default=None, metavar="FILE",
                    help="also write Figure 1 for this text to FILE (an offline HTML page)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
@@ -385,7 +410,8 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
     p.add_argument("--kernel-width", type=float, default=25.0,
                    help="LIME's kernel width (default 25), also its limit's")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _set_flag(p)
+    _progress_flag(p)
     p.add_argument("--no-color", action="store_true", help="no ANSI colours in the table")
     _deprecated(p, "--model", "--profile")
     _deprecated(p, "--explainers", "--methods")
@@ -394,29 +420,10 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
 def _method_names(spec: str | None) -> list[str] | None:
     """``--methods``: comma-separated names of :data:`attnxai.registry.METHODS`, any case, or
     'all'; None for the default."""
+    from . import validate
     from .registry import ALL_METHODS
 
-    if spec is None:
-        return None
-    if spec.strip().lower() == "all":
-        return list(ALL_METHODS)
-    by_lower = {m.lower(): m for m in ALL_METHODS}
-    names = [s.strip() for s in spec.split(",") if s.strip()]
-    bad = [s for s in names if s.lower() not in by_lower]
-    if bad or not names:
-        raise ValueError(f"unknown method(s) {bad or spec!r}; choose among "
-                         f"{', '.join(ALL_METHODS)} (comma-separated) or 'all'")
-    return [by_lower[s.lower()] for s in names]
-
-
-def _target(spec: str) -> int | str:
-    """``--target``: a class index or 'predicted'."""
-    spec = spec.strip().lower()
-    if spec == "predicted":
-        return spec
-    if not spec.isdigit():
-        raise ValueError(f"--target must be a class index or 'predicted', got {spec!r}")
-    return int(spec)
+    return None if spec is None else validate.names(spec, ALL_METHODS, kind="method", text=True)
 
 
 #: The most bytes ``attnxai explain @FILE`` reads (the model reads at most 255 tokens anyway).
@@ -427,12 +434,16 @@ def _explained_text(arg: str) -> str:
     """The text of ``attnxai explain``: '-' standard input, '@FILE' a file's content (UTF-8),
     else the argument itself, with a note when it looks like a path (it is explained as words)."""
     import os
-    import re
 
     from .files import read_small_file
 
     if arg == "-":
-        return sys.stdin.read(_TEXT_BYTES)
+        text = sys.stdin.read(_TEXT_BYTES + 1)
+        if len(text) > _TEXT_BYTES:
+            raise ValueError(f"standard input holds more than {_TEXT_BYTES} characters, more than "
+                             "any review (the model reads its first 255 tokens): give a shorter "
+                             "text (nothing was cut silently, nothing computed)")
+        return text
     if arg.startswith("@") and len(arg) > 1:
         path = os.path.expanduser(arg[1:])
         try:
@@ -476,12 +487,14 @@ def _explain_run(args: argparse.Namespace) -> int:
     import os
     import warnings
 
+    from . import validate
     from .explanation import explain
-    from .registry import PAPER_METHODS
+    from .registry import PAPER_METHODS, parse_settings
     from .trained import pretrained
 
     text = _explained_text(args.text)
     methods = _method_names(args.methods)
+    target = validate.explained_class(args.target, text=True)       # before the model loads
     if args.html:
         _check_output_file(args.html, "--html")             # before anything is computed
     progress = not args.no_progress and sys.stderr.isatty()
@@ -491,10 +504,12 @@ def _explain_run(args: argparse.Namespace) -> int:
     names = methods or list(PAPER_METHODS)
     settings = {"LIME": lime} if "LIME" in names else \
         {"LIME limit": {"kernel_width": args.kernel_width}} if "LIME limit" in names else {}
+    for method, fields in parse_settings(args.set).items():        # --set: any method's
+        settings[method] = {**settings.get(method, {}), **fields}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pre = pretrained(args.profile, progress=progress)
-        ex = explain(pre, text, methods, target=_target(args.target), seed=args.seed,
+        pre = pretrained(args.profile, archive=args.archive, progress=progress)
+        ex = explain(pre, text, methods, target=target, seed=args.seed,
                      settings=settings, progress=progress)
     for w in caught:
         if issubclass(w.category, UserWarning):
@@ -556,7 +571,7 @@ def _training_runs_args(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--jobs", type=int, default=1,
                    help=f"{what} trained at once, one process each (default 1)")
     p.add_argument("--archive", default=None, help="IMDb archive (else $ATTNXAI_IMDB_ARCHIVE)")
-    p.add_argument("--no-progress", action="store_true")
+    _progress_flag(p)
 
 
 def _screens_args(p: argparse.ArgumentParser) -> None:

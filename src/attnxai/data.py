@@ -7,7 +7,8 @@ Where the archive comes from, in order of precedence:
 1. the ``archive=`` argument of :func:`archive_path` / :func:`load_imdb`;
 2. the environment variable ``ATTNXAI_IMDB_ARCHIVE`` (tests and CI point it at
    ``../shared/data/aclImdb_v1_labeled.tar.gz``);
-3. the official archive, downloaded once with :mod:`pooch` (md5 checked) into ``<cache>/data``.
+3. the official archive, downloaded once (md5 checked; :mod:`attnxai.download`, never under
+   ``ATTNXAI_OFFLINE=1``) into ``<cache>/data``.
 
 The cache (:func:`cache_dir`: downloads, trained models) is the same for every way of starting:
 ``ATTNXAI_CACHE`` if set; else, when the package runs from a source checkout (``make book``,
@@ -35,6 +36,8 @@ from .errors import UserError
 #: The official archive and its published md5.
 IMDB_URL = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
 IMDB_MD5 = "7c2ac02c03563afcf9b574c7e56c153a"
+#: The most a download of it may give (it is 84.1 MB): anything longer is refused as it streams.
+IMDB_BYTES = 96 << 20
 #: sha256 of the official archive and of the labelled-only copy that CI uses.
 KNOWN_SHA256 = {
     "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe": "aclImdb_v1.tar.gz",
@@ -142,21 +145,39 @@ def file_md5(path: str | os.PathLike) -> str:
 
 
 def download_imdb(dest: str | os.PathLike | None = None) -> Path:
-    """Download the official archive (84 MB) once, check its md5, return its path."""
-    import pooch
+    """Download the official archive (84 MB) once, check its md5, return its path (under
+    ``ATTNXAI_OFFLINE=1``, no network: :class:`DataError` naming the archive variable)."""
+    from .download import DownloadError, refuse_offline
+    from .files import atomic_write
 
     folder = Path(dest) if dest is not None else cache_dir() / "data"
+    path = folder / "aclImdb_v1.tar.gz"
+    if path.is_file() and file_md5(path) == IMDB_MD5:
+        return path
+    instead = (f"set {ENV_ARCHIVE}=/path/to/aclImdb_v1.tar.gz (or pass archive=...) to read the "
+               "archive from disk")
     try:
-        path = pooch.retrieve(
-            IMDB_URL, known_hash=f"md5:{IMDB_MD5}", fname="aclImdb_v1.tar.gz",
-            path=folder, progressbar=True,
-        )
-    except Exception as exc:  # network errors come in many types; say what to do instead
-        raise DataError(
-            f"could not download the IMDb archive from {IMDB_URL} ({exc}). If you have the archive "
-            f"on disk, set {ENV_ARCHIVE}=/path/to/aclImdb_v1.tar.gz (or pass archive=...)."
-        ) from exc
-    return Path(path)
+        refuse_offline(f"the IMDb archive ({IMDB_URL})", instead)
+    except DownloadError as exc:
+        raise DataError(str(exc)) from None
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def fetch(tmp: Path) -> None:
+        from .download import download
+
+        with open(tmp, "wb") as sink:
+            download(IMDB_URL, sink, max_bytes=IMDB_BYTES, what=f"the IMDb archive {IMDB_URL}",
+                     progress=True)
+        if file_md5(tmp) != IMDB_MD5:
+            raise DataError(f"the file downloaded from {IMDB_URL} does not have the archive's "
+                            f"published md5 ({IMDB_MD5}): refused, nothing was kept")
+
+    try:
+        atomic_write(path, fetch)
+    except DownloadError as exc:
+        raise DataError(f"could not download the IMDb archive ({exc}). If you have the archive "
+                        f"on disk, {instead}.") from None
+    return path
 
 
 def archive_path(archive: str | os.PathLike | None = None, *, verify: bool = True) -> Path:

@@ -11,6 +11,7 @@ Position-level explainers (one score per token position)::
     gradient_summaries(...)            G-avg, G-l1, G-l2, GxI                           (B, T) each
     position_scores(model, ids, ...)   any of the six above in a dict                   (B, T) each
     alpha_times_score(model, ids)      alpha x s, attention times the token's own score  (B, T)
+    smoothgrad(model, ids, target)     the gradient averaged over noisy embeddings (B, T, d_e)
 
 ``attention`` reads layer ``layer`` of a multi-layer model (default 0, the first; ``layer="all"``
 adds a layer axis after the batch one). :func:`rollout` is attention rollout (Abnar & Zuidema,
@@ -44,7 +45,7 @@ from .interface import ClassifierBase
 
 __all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "POSITION_METHODS", "alpha_times_score",
            "attention", "flip_output_layer", "gradient", "gradient_summaries", "position_scores",
-           "rollout", "summarize_gradient", "valid_mask"]
+           "rollout", "smoothgrad", "summarize_gradient", "valid_mask"]
 
 #: The position-level explainers of the paper's Figure 1 (LIME, the seventh, scores words:
 #: :mod:`attnxai.fastlime`; all seven on a text: :func:`attnxai.explain`).
@@ -155,6 +156,38 @@ def summarize_gradient(grad: Tensor, e: Tensor, mask: Tensor | None = None) -> d
     return out
 
 
+def smoothgrad(model: ClassifierBase, ids: Tensor, target: int = 1, *, n_samples: int = 50,
+               noise: float = 0.15, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """SmoothGrad (Smilkov et al., 2017) on the embeddings: the mean over ``n_samples`` draws of
+    ``grad_{e} f_target(e + eps_k)``, ``eps_k`` i.i.d. normal of standard deviation
+    ``sigma = noise * (max(e) - min(e))``, the range of the review's own embedding coordinates
+    (its valid positions; the paper's "noise level"). Returns the (B, T, d_embed) mean gradient and
+    the noiseless embeddings ``e`` (as :func:`gradient` with ``return_embeddings=True``, so
+    :func:`summarize_gradient` summarises it). Exactly 0 on padding (no noise is added there).
+
+    The noise is ``torch.randn((n_samples, B, T, d_embed), generator=g)`` with ``g`` a
+    ``torch.Generator`` seeded with ``seed``, in ``e``'s dtype: the same seed gives the same
+    scores. ``noise=0`` gives :func:`gradient`'s gradient."""
+    target = validate.target(target, model.n_classes)
+    n_samples = validate.positive_int(n_samples, "n_samples")
+    noise = validate.nonnegative(noise, "noise")
+    seed = validate.seed(seed)
+    ids, mask = _checked(model, ids)
+    e = model.embed(ids).detach()                                         # (B, T, d)
+    inf = torch.tensor(float("inf"), dtype=e.dtype)
+    valid = mask[..., None]
+    span = (torch.where(valid, e, -inf).amax(dim=(1, 2))
+            - torch.where(valid, e, inf).amin(dim=(1, 2)))                # (B,)
+    g = torch.Generator().manual_seed(seed)
+    eps = torch.randn((n_samples, *e.shape), generator=g, dtype=e.dtype)
+    noisy = e + (noise * span)[None, :, None, None] * eps * valid         # (S, B, T, d)
+    with torch.enable_grad():
+        x = noisy.reshape(-1, *e.shape[1:]).requires_grad_(True)
+        logits = model.forward_embeddings(x, mask.repeat(n_samples, 1))
+        (grad,) = torch.autograd.grad(logits[:, target].sum(), x)
+    return grad.reshape(noisy.shape).mean(dim=0), e
+
+
 def gradient_summaries(model: ClassifierBase, ids: Tensor, target: int = 1) -> dict[str, Tensor]:
     """G-avg, G-l1, G-l2, GxI for every position: dict of (B, T), NaN on padding."""
     grad, e = gradient(model, ids, target, return_embeddings=True)
@@ -166,11 +199,12 @@ def position_scores(model: ClassifierBase, ids: Tensor, target: int = 1,
                     layer: int = 0) -> dict[str, Tensor]:
     """The position-level explainers named in ``methods`` (see :data:`POSITION_METHODS`):
     dict of (B, T), NaN on padding; attention from layer ``layer``."""
-    methods = _method_list(methods, POSITION_METHODS, allow_empty=True)
-    unknown = [m for m in methods if m not in POSITION_METHODS]
-    if unknown:
-        hint = " (LIME is per word: use attnxai.explain)" if "LIME" in unknown else ""
-        raise ValueError(f"unknown method(s) {unknown}; choose among {list(POSITION_METHODS)}{hint}")
+    try:
+        methods = validate.names(methods, POSITION_METHODS, kind="method", allow_empty=True)
+    except ValueError as exc:
+        if "LIME" in methods:
+            raise ValueError(f"{exc} (LIME is per word: use attnxai.explain)") from None
+        raise
     out: dict[str, Tensor] = {}
     if "alpha-avg" in methods:
         out["alpha-avg"] = attention(model, ids, "mean", layer=layer)
@@ -200,17 +234,6 @@ def alpha_times_score(model: ClassifierBase, ids: Tensor, target: int = 1) -> Te
         it = model(ids, return_internals=True)
     share = (it.alpha * it.token_scores[..., target]).mean(dim=1)            # (B, T)
     return share.masked_fill(~mask, float("nan"))
-
-
-def _method_list(methods, known: tuple[str, ...], *, allow_empty: bool = False) -> list[str]:
-    """``methods`` as a list of names; a single str is refused (it would be read as its letters)."""
-    if isinstance(methods, str) or not isinstance(methods, Iterable):
-        raise TypeError(f"methods must be a list of method names (from {list(known)}), got "
-                        f"{type(methods).__name__} ({methods!r}): wrap one name, [{methods!r}]")
-    methods = list(methods)
-    if not methods and not allow_empty:
-        raise ValueError(f"methods is empty: choose among {list(known)}")
-    return methods
 
 
 def flip_output_layer(model: ClassifierBase) -> ClassifierBase:

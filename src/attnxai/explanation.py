@@ -40,12 +40,14 @@ import numpy as np
 import torch
 
 from . import validate
+from .progress import bar as progress_bar
 from .registry import DEFAULT_SEED, METHODS, PAPER_METHODS, SHARED, Document
-from .text import TruncationWarning, normalize_for_lime, tokenize
+from .text import (DroppedCharactersWarning, TruncationWarning, dropped_characters,
+                   normalize_for_lime, tokenize)
 from .textmodel import Pretrained
 from .words import Words
 
-__all__ = ["Explanation", "explain", "read_document"]
+__all__ = ["Explanation", "explain", "read_document", "resolve_settings"]
 
 
 @dataclass
@@ -210,7 +212,15 @@ def read_document(pre: Pretrained, text: str, target: int | str = 1
         raise TypeError(f"the model must be an attnxai Pretrained (model and vocabulary), got "
                         f"{type(pre).__name__}")
     validate.text(text)
+    target = validate.explained_class(target, pre.model.n_classes)
     full = tokenize(normalize_for_lime(text, 10**9))       # raises for a text without a word
+    dropped = dropped_characters(text)
+    if dropped:
+        shown = " ".join(repr(c) for c in dropped[:8]) + (" ..." if len(dropped) > 8 else "")
+        warnings.warn(f"the text holds {len(dropped)} distinct character(s) outside A-Z and 0-9 "
+                      f"({shown}): the model's preprocessing keeps only ASCII letters and digits, "
+                      "so they were dropped and no explanation scores them",
+                      DroppedCharactersWarning, stacklevel=3)
     limit = pre.model.max_len - 1
     kept = full[:limit]
     pre.vocab.check_known(kept, text)
@@ -225,7 +235,6 @@ def read_document(pre: Pretrained, text: str, target: int | str = 1
         logits = pre.model(torch.as_tensor(ids)[None]).double().numpy()[0]
     if target == "predicted":
         target = int(np.argmax(logits))
-    target = validate.target(target, pre.model.n_classes)
     unknown = [w for w in dict.fromkeys(kept) if w not in pre.vocab.stoi]
     doc = Document(pre=pre, text=norm, tokens=kept, ids=ids, words=Words.of(kept), target=target,
                    logits=logits)
@@ -233,21 +242,6 @@ def read_document(pre: Pretrained, text: str, target: int | str = 1
 
 
 # ---------------------------------------------------------------------- settings
-def _method_names(methods: Iterable[str] | None) -> list[str]:
-    if methods is None:
-        return list(PAPER_METHODS)
-    if isinstance(methods, str) or not isinstance(methods, Iterable):
-        raise TypeError(f"methods must be a list of method names, got {type(methods).__name__} "
-                        f"({methods!r}): wrap one name, [{methods!r}]")
-    names = list(dict.fromkeys(methods))
-    unknown = [m for m in names if m not in METHODS]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; choose among {list(METHODS)}")
-    if not names:
-        raise ValueError(f"no method chosen; choose among {list(METHODS)}")
-    return names
-
-
 def _given(settings: Mapping[str, Any] | None, names: list[str]) -> dict[str, dict[str, Any]]:
     """The settings given per method, as dicts of fields, checked against each method's fields."""
     if settings is None:
@@ -307,12 +301,12 @@ def _resolve(names: list[str], given: dict[str, dict[str, Any]], seed: int) -> d
 
 
 # ---------------------------------------------------------------------- explaining
-def _progress_bar(total: int):
-    """A progress bar over the groups of methods (imported only when asked: in a notebook without
-    ipywidgets, ``tqdm.auto`` warns at import)."""
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="explain", unit="step", leave=False)
+def resolve_settings(methods: list[str], settings: Mapping[str, Any] | None = None, *,
+                     seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Each of ``methods``' settings object (module docstring: ``settings`` per method, a dict
+    of its fields or its settings object; ``seed`` for the random methods given none): every
+    check :func:`explain` makes of its settings, before any text is read."""
+    return _resolve(methods, _given(settings, methods), validate.integer(seed, "seed"))
 
 
 def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = None, *,
@@ -337,14 +331,15 @@ def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = 
         from .trained import pretrained
 
         model = pretrained(model, progress=progress)
-    names = _method_names(methods)
+    names = validate.names(methods, tuple(METHODS), kind="method", default=PAPER_METHODS)
     seed = validate.integer(seed, "seed")
-    resolved = _resolve(names, _given(settings, names), seed)
+    resolved = resolve_settings(names, settings, seed=seed)
     doc, cut, unknown = read_document(model, text, target)
     values: dict[str, np.ndarray] = {}
     seconds: dict[str, float] = {}
     groups = list(dict.fromkeys(METHODS[m].group for m in names))
-    bar = _progress_bar(len(groups)) if progress else None
+    bar = progress_bar(total=len(groups), desc="explain", unit="step", leave=False) \
+        if progress else None
     for group in groups:
         t0 = time.perf_counter()
         for m in names:

@@ -1,5 +1,6 @@
-"""Which explanation is faithful? Perturbation metrics, as ferret defines them, for any model of
-the package's interface (the explanations themselves come from :func:`attnxai.explain`: pass its
+"""Which explanation is faithful? Perturbation metrics (ferret's AOPC comprehensiveness,
+sufficiency and tau-LOO, and the book's own deletion and insertion curves) for any model of the
+package's interface (the explanations themselves come from :func:`attnxai.explain`: pass its
 ``ids`` and ``token_scores``).
 
 **What is measured.** ``p(x)`` is the model's **probability** of the explained class ``target``
@@ -9,6 +10,16 @@ target]``), so our numbers are comparable with ferret's; it is kept fixed everyw
 explains why it is not the raw logit 1 the explainers explain). A document is ``[CLS]`` followed by
 ``n`` word positions; ``[CLS]`` is never removed (ferret's ``remove_first_last=True``). A score
 vector has one entry per word position (``[CLS]`` excluded).
+
+**Equal to ferret, exactly when.** Comprehensiveness, sufficiency and tau-LOO equal those of
+ferret's own evaluators (g8a9/ferret at 22935f8, run on the same float64 model:
+``tests/test_faithfulness_ferret.py``) to rounding (1e-12; float32 models only to float32 rounding)
+when the scores have **no ties**, for deletion (ferret's default ``remove_tokens=True``) and for
+replacement with ferret's ``[MASK]`` read as UNK (``remove_tokens=False``), under the positive
+rule (ferret's default) and the signed rule; tau-LOO with deletion only (ferret always deletes).
+With **ties** see "Tie orders" below: no fixed rule reproduces ferret on every tied vector.
+ferret's signed rule itself raises ``ValueError`` on numpy >= 1.25 (it compares an array with
+``[]``). The curves and their areas are **not ferret's**: ferret has no curves.
 
 **Perturbations** (:data:`PERTURBATIONS`)::
 
@@ -27,20 +38,26 @@ vector has one entry per word position (``[CLS]`` excluded).
 rationale takes first::
 
     "position"  the earlier position first (a stable sort of the keys, largest first): the default
-    "ferret"    the later position first: ferret's ``argsort()[-k:][::-1]`` (an ascending sort,
-                its last k entries, reversed) whenever that ``argsort`` orders ties by position
+    "ferret"    the later position first: a stable ascending sort of the keys, its last k
+                entries, reversed: ferret's ``argsort()[-k:][::-1]`` *if* its ``argsort``
+                kept ties in position order
 
-ferret calls numpy's default ``argsort`` (``kind="quicksort"``), which does not promise any order of
-equal keys: with numpy's SIMD sorts (numpy 2.4 on an AVX-512 machine) the order of ties changes
-with the array, even on four entries, so no fixed rule reproduces ferret's rationales on every
-document with ties. ``"ferret"`` is its order wherever that sort leaves ties in position order (the
-tests check it against a line-by-line transcription of ferret's code there), and the two orders
-together show how much the tie order moves a result. Without ties both orders, and ferret, select the same positions. Repeated words scored per
-word (LIME, its limit) tie at every occurrence, so for them the order matters.
+ferret calls numpy's default ``argsort`` (``kind="quicksort"``), which promises no order of equal
+keys, and the order it gives depends on the length and on numpy's version and build: numpy 1.x's
+introsort keeps short arrays (up to 16 entries, its insertion-sort cutoff) in order and reorders
+ties in longer ones, and numpy 2's SIMD sorts (numpy 2.4 on this AVX-512 machine) reorder them
+from four entries (measured here on random vectors of three tied levels: 10 % of them at n = 4,
+75 % at 8, all from 16 on; ``tests/test_faithfulness_ferret.py`` counts it). So ``"ferret"`` is
+ferret's order exactly where that sort leaves ties in position order (tested against ferret's
+code there), and on real reviews with ties no fixed rule is; the two orders together show how
+much the tie order moves a result. Without ties both orders, and ferret, select the same
+positions. Repeated words scored per word (LIME, its limit) tie at every occurrence, so for them
+the order matters.
 
-**Metrics** (:func:`evaluate`; ferret's ``faithfulness_measures.py``, g8a9/ferret at commit
-22935f8). With ``r_q`` the first ``k_q = floor(q n)`` positions of the ranking
-(``q = 0.1, ..., 1.0``; for "positive" at most the positive ones)::
+**Metrics** (:func:`evaluate`; the first three are ferret's ``faithfulness_measures.py``,
+g8a9/ferret at commit 22935f8; the curves are the book's own). With ``r_q`` the first
+``k_q = floor(q n)`` positions of the ranking (``q = 0.1, ..., 1.0``; for "positive" at most the
+positive ones)::
 
     AOPC comprehensiveness = mean_q [ p(x) - p(x without r_q) ]    higher is better
     AOPC sufficiency       = mean_q [ p(x) - p(r_q only) ]         lower is better

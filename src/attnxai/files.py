@@ -8,17 +8,24 @@ truncated one, and a writer killed half-way leaves only a ``.tmp-*`` file, which
 :func:`replace_folder` does the same for a whole folder (a checkpoint): one atomic exchange of
 the new folder with the old (``renameat2(RENAME_EXCHANGE)`` on Linux; elsewhere two renames, a
 window of microseconds). Every writer of results, checkpoints, training states, book summaries
-and pages goes through these two. :func:`writer_lock` keeps two writers of one path apart (an OS
-file lock, released by the kernel if its holder is killed). :func:`open_regular` and
-:func:`read_small_file` are how stored files are opened for reading: a FIFO, a folder or a device
-put in a file's place is refused instead of blocking the reader forever or being read without end.
+and pages goes through these two; neither ever replaces what is not a regular file (a device such
+as ``/dev/null``, a FIFO: refused, :func:`output_target`) and a symlink stays a symlink (the file
+it names is replaced). :func:`writer_lock` keeps two writers of one path apart (an OS file lock,
+released by the kernel if its holder is killed), named by the real path so that no spelling of
+it (a symlink) lets a second writer in. :func:`open_regular` and :func:`read_small_file` are how
+stored files are opened for reading: a FIFO, a folder or a device put in a file's place is
+refused instead of blocking the reader forever or being read without end; :func:`read_json` and
+:func:`loads_json` read JSON bounded in size and in depth (no ``RecursionError``).
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
+import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -26,9 +33,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write", "fsync_dir",
-           "open_regular", "probe_writable", "read_small_file", "replace_folder", "write_durably",
-           "writer_lock"]
+__all__ = ["JSON_DEPTH", "SMALL_FILE_BYTES", "TMP_PREFIX", "WAIT_SECONDS", "atomic_write",
+           "fsync_dir", "json_depth", "loads_json", "open_regular", "output_target",
+           "probe_writable", "read_json", "read_small_file", "replace_folder", "sha256",
+           "write_durably", "writer_lock"]
 
 #: Temporary files and folders start with this (``.tmp-<target name>-<random>``): readers that
 #: list a folder skip them.
@@ -38,6 +46,12 @@ TMP_PREFIX = ".tmp-"
 WAIT_SECONDS = 12 * 3600.0
 #: The most :func:`read_small_file` reads (settings, manifests, configurations, vocabularies).
 SMALL_FILE_BYTES = 64 << 20
+
+
+def sha256(data: bytes) -> str:
+    """The hex sha256 of ``data`` (the checkpoints' manifests, the published index, a model
+    shipped to workers: one digest everywhere)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def _kind(mode: int) -> str:
@@ -76,13 +90,35 @@ def open_regular(path: str | os.PathLike, *, dir_fd: int | None = None) -> int:
     return fd
 
 
+def output_target(path: str | os.PathLike) -> Path:
+    """The file that writing ``path`` replaces: ``path`` with every symlink followed (a link
+    stays a link; the file it names gets the new content). Raises
+    :class:`attnxai.errors.NotARegularFile` when something other than a regular file is there (a
+    device such as ``/dev/null``, a FIFO, a socket, also behind a link): an atomic write would
+    replace it by a regular file (root may), so it is refused, nothing written."""
+    from .errors import NotARegularFile
+
+    real = Path(os.path.realpath(Path(path).expanduser()))
+    try:
+        mode = os.stat(real).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return real
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        shown = f"{path} (a link to {real})" if Path(path).absolute() != real else f"{path}"
+        raise NotARegularFile(f"{shown} is {_kind(mode)}, not a regular file: the package writes "
+                              "its outputs as whole files and never in place of a device or a "
+                              "pipe; give a file name (nothing was written)")
+    return real
+
+
 def probe_writable(path: str | os.PathLike) -> Path:
     """Check that ``path`` (a file or folder to be written, existing or not) can be created:
+    nothing but a regular file or a folder there (:func:`output_target`, symlinks followed), and
     its nearest existing parent folder must accept a new file (tried with a temporary file,
     removed at once: permissions, read-only file systems and root's rights all count). Returns
     that parent; raises ``NotADirectoryError`` when a parent is a file, else the ``OSError`` of
     the attempt."""
-    path = Path(path).expanduser().absolute()
+    path = output_target(path).absolute()
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -107,6 +143,43 @@ def read_small_file(path: str | os.PathLike, limit: int = SMALL_FILE_BYTES, *,
         raise NotARegularFile(f"{path} holds more than {limit} bytes, more than any file of its "
                               "kind: it is not the file expected there")
     return data
+
+
+#: The deepest nesting of a JSON file the package reads (its own are at most 5 levels deep).
+JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def json_depth(data: bytes) -> int:
+    """How deeply arrays and objects nest in the JSON text ``data`` (strings skipped), counted
+    without parsing it (parsing a deeply nested text is what overflows the stack)."""
+    import numpy as np
+
+    a = np.frombuffer(_JSON_STRING.sub(b'""', data), dtype=np.uint8)
+    step = np.isin(a, (0x5B, 0x7B)).astype(np.int64) - np.isin(a, (0x5D, 0x7D))
+    return int(np.cumsum(step).max()) if step.size else 0
+
+
+def loads_json(data: bytes | str, what: str, *, max_depth: int = JSON_DEPTH):
+    """``json.loads(data)`` for a file the package stored or was sent (``what`` names it in the
+    error): a text nested deeper than ``max_depth`` is refused with a ``ValueError`` before it is
+    parsed, as is one that is not JSON (the error every caller already handles)."""
+    blob = data.encode() if isinstance(data, str) else bytes(data)
+    depth = json_depth(blob)
+    if depth > max_depth:
+        raise ValueError(f"{what} nests {depth} levels deep, more than any file of its kind "
+                         f"({max_depth}): it is not the file expected there")
+    try:
+        return json.loads(blob)
+    except RecursionError:                       # not reachable within max_depth; kept safe
+        raise ValueError(f"{what} nests too deeply to be read") from None
+
+
+def read_json(path: str | os.PathLike, limit: int = SMALL_FILE_BYTES, *,
+              dir_fd: int | None = None):
+    """A stored JSON file, read as :func:`read_small_file` reads it and parsed as
+    :func:`loads_json` parses it (bounded in size and in depth)."""
+    return loads_json(read_small_file(path, limit, dir_fd=dir_fd), str(path))
 
 
 def fsync_dir(folder: str | os.PathLike) -> None:
@@ -140,9 +213,13 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[Path], o
     ``data``: the bytes, a str (written with ``encoding``), or a callable that writes the file
     it is given (e.g. ``lambda tmp: frame.to_parquet(tmp)``). The content goes to
     ``.tmp-<name>-*`` beside ``path``, is flushed to disk, given ``mode`` and renamed over
-    ``path``; on any error the temporary file is removed and ``path`` is untouched.
+    ``path``; on any error the temporary file is removed and ``path`` is untouched. A symlink
+    at ``path`` stays: the file it names is replaced (:func:`output_target`); a device, FIFO or
+    socket there is refused before anything is written.
     """
-    path = Path(path)
+    given, path = Path(path), output_target(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"{path} is a folder, not a file", str(path))
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{path.name}-")
     tmp = Path(name)
     try:
@@ -163,7 +240,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[Path], o
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
-    return path
+    return given
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -218,8 +295,10 @@ def replace_folder(path: str | os.PathLike, fill: Callable[[Path], object]) -> P
 
 def writer_lock(path: str | os.PathLike):
     """The writers' lock of ``path``: ``<path>.lock`` beside it (a ``filelock.FileLock``, one
-    object per path in a process, so it is reentrant; the empty file stays)."""
+    object per path in a process, so it is reentrant; the empty file stays). The lock is named
+    by the real path (symlinks followed, ``..`` resolved): two spellings of one folder (a link
+    to it, a relative path) take the same lock, so no spelling lets a second writer in."""
     from filelock import FileLock
 
-    path = Path(path)
+    path = Path(os.path.realpath(Path(path).expanduser()))
     return FileLock(str(path.parent / f"{path.name}.lock"), is_singleton=True)

@@ -20,18 +20,19 @@ no repository is named (the placeholder): then nothing is downloaded.
 **Downloading.** :func:`fetch` reads the index, takes the entry whose name is the folder the code
 asks for (never another key: other code, recipe or data), checks that the entry records the same
 training configuration, data and format, and, under the folder's writers' lock (the one training
-takes, so two processes download once), downloads every file with a progress bar (pooch's
-HTTP downloader) into a temporary folder. Each file's size and sha256 must equal the index's;
+takes, so two processes download once), downloads every file with a progress bar
+(:func:`attnxai.download.download`: each bounded by the index's size while it streams, every
+wait bounded) into a temporary folder. Each file's size and sha256 must equal the index's;
 then the config must name the same key, and the checkpoint must pass :mod:`attnxai.checkpoint`'s
 verification (every file against its own manifest, the pieces against each other). Only then is
 it swapped into the cache (:func:`attnxai.checkpoint.save_files`, one atomic rename), with an
-``origin.json`` saying where it came from. Any failure raises :class:`HubError` and leaves nothing
+``origin.json`` saying where it came from (credentials in ``$ATTNXAI_MODELS_URL`` are never
+shown nor stored: :func:`attnxai.download.redact`). Any failure raises :class:`HubError` and leaves nothing
 in the cache. :func:`attnxai.pretrained` calls it between the cache and training.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -45,11 +46,13 @@ from typing import Any
 from filelock import Timeout
 
 from .cache import FORMAT_VERSION, cache_key, folder_name
-from .checkpoint import FILES, CheckpointError, checkpoint_files, save_files
+from .checkpoint import FILES, CheckpointError, check_replaceable, checkpoint_files, save_files
 from .data import source_checkout
+from .download import ENV_OFFLINE, DownloadError, download, offline, redact
 from .errors import UserError
-from .files import (TMP_PREFIX, WAIT_SECONDS, atomic_write, replace_folder, write_durably,
-                    writer_lock)
+from .files import sha256 as _sha256
+from .files import (TMP_PREFIX, WAIT_SECONDS, atomic_write, loads_json, replace_folder,
+                    write_durably, writer_lock)
 from .profiles import TrainConfig
 from .provenance import package_version, source_state
 from .repository import ENV_REPOSITORY, book_repository, pages_url
@@ -57,17 +60,15 @@ from .repository import ENV_REPOSITORY, book_repository, pages_url
 __all__ = ["ENV_MODELS_URL", "ENV_OFFLINE", "HubError", "INDEX", "compare_published", "fetch",
            "index_url", "offline", "publish", "read_index"]
 
-ENV_OFFLINE = "ATTNXAI_OFFLINE"
 ENV_MODELS_URL = "ATTNXAI_MODELS_URL"
 INDEX = "index.json"
 INDEX_VERSION = 1
-#: Seconds without an answer before a download gives up (pooch's default).
-TIMEOUT = 30
 #: A published file larger than this is refused before it is downloaded (the paper's weights
 #: are 46 MB).
 MAX_BYTES = 2 << 30
+#: The largest index read (one entry is about 2 KB).
+INDEX_BYTES = 4 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"", "0", "false", "no", "off"}
 
 
 class HubError(UserError, RuntimeError):
@@ -75,23 +76,11 @@ class HubError(UserError, RuntimeError):
     no model for this code, or a download was refused (the message says which and why)."""
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
 # ---------------------------------------------------------------------- where
-def offline() -> bool:
-    """``$ATTNXAI_OFFLINE`` set to 1 (true, yes, on): nothing is downloaded."""
-    value = os.environ.get(ENV_OFFLINE, "").strip().lower()
-    if value not in _TRUE | _FALSE:
-        raise ValueError(f"{ENV_OFFLINE} must be 1 or 0, got {os.environ[ENV_OFFLINE]!r}")
-    return value in _TRUE
-
-
 def _turn_on() -> str:
     return (f"to download the book's models, set {ENV_REPOSITORY}=owner/name (the GitHub "
             f"repository whose Pages site publishes them) or {ENV_MODELS_URL}=<the URL of the "
@@ -106,7 +95,8 @@ def index_url() -> tuple[str | None, str]:
     explicit = os.environ.get(ENV_MODELS_URL, "").strip()
     if explicit:
         if not re.match(r"https?://", explicit):
-            raise ValueError(f"{ENV_MODELS_URL} must be an http(s) URL, got {explicit!r}")
+            raise ValueError(f"{ENV_MODELS_URL} must be an http(s) URL, got "
+                             f"{redact(explicit)!r}")
         url = explicit if explicit.endswith(".json") else explicit.rstrip("/") + "/" + INDEX
         return url, f"${ENV_MODELS_URL}"
     repo, where = book_repository(source_checkout())
@@ -119,23 +109,22 @@ def index_url() -> tuple[str | None, str]:
     return f"{site}models/{INDEX}", f"the GitHub Pages site of {repo} (from {where})"
 
 
-def _downloader(progress: bool = False):
-    import pooch
-
-    return pooch.HTTPDownloader(progressbar=progress, timeout=TIMEOUT, chunk_size=1 << 20)
-
-
 def read_index(url: str) -> dict[str, Any]:
-    """The published index at ``url`` (read afresh: it changes with every deploy)."""
+    """The published index at ``url`` (read afresh: it changes with every deploy; at most
+    :data:`INDEX_BYTES`, bounded in time as every download, :func:`attnxai.download.download`,
+    and in depth)."""
     buf = io.BytesIO()
+    shown = redact(url)
     try:
-        _downloader()(url, buf, None)
-    except Exception as exc:    # requests' errors come in many types: say what happened
-        raise HubError(f"could not read the published index {url} ({_describe(exc)})") from None
+        download(url, buf, max_bytes=INDEX_BYTES, what=f"the published index {shown}")
+    except DownloadError as exc:
+        raise HubError(f"could not read the published index {shown} ({exc})") from None
     try:
-        index = json.loads(buf.getvalue())
-    except ValueError:
-        raise HubError(f"{url} is not an index of published models (not JSON)") from None
+        index = loads_json(buf.getvalue(), shown)
+    except ValueError as exc:
+        raise HubError(f"{shown} is not an index of published models (not JSON: "
+                       f"{str(exc)[:200]})") from None
+    url = shown
     if not isinstance(index, dict) or not isinstance(index.get("models"), dict):
         raise HubError(f"{url} is not an index of published models (no 'models' table)")
     if index.get("index_version") != INDEX_VERSION:
@@ -196,13 +185,16 @@ def _download(entry: dict[str, Any], base: str, models: Path, name: str,
     out: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(dir=models, prefix=f"{TMP_PREFIX}{name}-download-") as tmp:
         for fname in FILES:
-            rec, url = entry["files"][fname], f"{base}{fname}"
+            rec, real_url = entry["files"][fname], f"{base}{fname}"
+            url = redact(real_url)
             target = Path(tmp) / fname
             try:
-                _downloader(progress and rec["bytes"] > 1 << 20)(url, str(target), None)
-            except Exception as exc:
-                raise HubError(f"the download of {url} failed ({_describe(exc)}): nothing was "
-                               "saved") from None
+                with open(target, "wb") as sink:
+                    download(real_url, sink, max_bytes=rec["bytes"], what=url,
+                             progress=progress and rec["bytes"] > 1 << 20)
+            except DownloadError as exc:
+                raise HubError(f"the download of {url} failed ({exc}): nothing was saved") \
+                    from None
             data = target.read_bytes()
             if len(data) != rec["bytes"]:
                 raise HubError(f"{url} gave {len(data)} bytes, the published index records "
@@ -229,6 +221,7 @@ def fetch(config: TrainConfig, folders: list[Path], *, progress: bool = True,
     if url is None:
         raise HubError(f"downloading is off: {where}")
     index = read_index(url)
+    real_url, url = url, redact(url)
     published = sorted(index["models"])
     folder = next((f for f in folders if f.name in index["models"]), None)
     if folder is None:
@@ -238,7 +231,8 @@ def fetch(config: TrainConfig, folders: list[Path], *, progress: bool = True,
                        "downloaded for this one")
     name = folder.name
     entry = _checked_entry(index["models"][name], name, config, url)
-    base = url.rsplit("/", 1)[0] + f"/{name}/"
+    real_base = real_url.rsplit("/", 1)[0] + f"/{name}/"
+    base = redact(real_base)
     say = (lambda msg: print(f"attnxai: {msg}", file=sys.stderr, flush=True)) if progress \
         else (lambda msg: None)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -261,9 +255,9 @@ def fetch(config: TrainConfig, folders: list[Path], *, progress: bool = True,
         size = sum(rec["bytes"] for rec in entry["files"].values())
         say(f"downloading the book's {config.profile!r} model {name} ({size / 1e6:.0f} MB) from "
             f"{base} ({where})")
-        files = _download(entry, base, folder.parent, name, progress)
+        files = _download(entry, real_base, folder.parent, name, progress)
         try:
-            record = json.loads(files["config.json"])
+            record = loads_json(files["config.json"], f"{base}config.json")
         except ValueError:
             raise HubError(f"{base}config.json is not JSON: refused, nothing was saved") from None
         problems = _identity_problems(record if isinstance(record, dict) else {}, name, config)
@@ -297,7 +291,7 @@ def _published(path: Path) -> tuple[str, dict[str, Any], dict[str, bytes]]:
     files' bytes, verified first (:func:`attnxai.checkpoint.checkpoint_files`). A folder whose
     name is not the key of the model it holds is refused: readers would never find it."""
     files = checkpoint_files(path)
-    conf = json.loads(files["config.json"])
+    conf = loads_json(files["config.json"], f"{path}/config.json")
     try:
         config = TrainConfig(**conf["train"])
         name = folder_name(config, conf["data_sha256"])
@@ -308,7 +302,7 @@ def _published(path: Path) -> tuple[str, dict[str, Any], dict[str, bytes]]:
     if problems:
         raise HubError(f"{path} holds the model {name}, not the one its name says "
                        f"({'; '.join(problems)}): it cannot be published under that name")
-    metrics = json.loads(files["metrics.json"])
+    metrics = loads_json(files["metrics.json"], f"{path}/metrics.json")
     record = {"profile": config.profile, "key": name.rsplit("-", 1)[1], "train": conf["train"],
               "data_sha256": conf["data_sha256"], "format": conf["format"],
               "arch": conf.get("arch"), "test_accuracy": metrics.get("test_accuracy"),
@@ -327,6 +321,7 @@ def compare_published(path: str | os.PathLike) -> tuple[bool, str]:
         raise HubError(f"no published index to compare with: {where}")
     name, record, _ = _published(path)
     entry = read_index(url)["models"].get(name)
+    url = redact(url)
     if not isinstance(entry, dict) or not isinstance(entry.get("files"), dict):
         return False, f"{url} publishes no model {name}"
     differ = [n for n in FILES if (entry["files"].get(n) or {}).get("sha256")
@@ -337,14 +332,40 @@ def compare_published(path: str | os.PathLike) -> tuple[bool, str]:
     return True, f"{name} is the model published at {url} (the sha256 of all {len(FILES)} files)"
 
 
+def _check_publishable(out: Path, names: list[str]) -> None:
+    """Refuse to publish into ``out`` where it would replace what attnxai did not write: an
+    ``index.json`` that is not a published index, a ``<profile>-<key>/`` folder that is not a
+    checkpoint (the rule :func:`attnxai.checkpoint.save` follows)."""
+    from .files import read_json
+
+    index = out / INDEX
+    if index.exists() or index.is_symlink():
+        try:
+            doc = read_json(index)
+            ours = isinstance(doc, dict) and doc.get("index_version") == INDEX_VERSION \
+                and isinstance(doc.get("models"), dict)
+        except (OSError, ValueError):
+            ours = False
+        if not ours:
+            raise HubError(f"{index} exists and is not an index of published models that "
+                           "attnxai wrote: publishing replaces it, so it refuses to (nothing was "
+                           "changed); choose another --out, or move that file away")
+    for name in names:
+        try:
+            check_replaceable(out / name)
+        except CheckpointError as exc:
+            raise HubError(f"cannot publish {name} into {out}: {exc}") from None
+
+
 def publish(folders: list[Path], out: str | os.PathLike) -> Path:
     """Copy the checkpoint folders (verified) to ``out/<profile>-<key>/`` and write
     ``out/index.json`` listing them (module docstring); returns the index's path."""
-    out = Path(out)
+    out = Path(out).expanduser()
+    published = [_published(Path(folder)) for folder in folders]
+    _check_publishable(out, [name for name, _, _ in published])     # before anything is written
     out.mkdir(parents=True, exist_ok=True)
     models = {}
-    for folder in folders:
-        name, record, files = _published(Path(folder))
+    for name, record, files in published:
 
         def fill(tmp: Path, files=files) -> None:
             for fname in FILES:

@@ -4,10 +4,16 @@ per method, and the :class:`Document` every method reads.
 **Adding an explainer** is one entry in :data:`METHODS`: a :class:`Method` with its name, the
 level it scores (``"token"``: one score per token; ``"word"``: one per distinct word, see
 :mod:`attnxai.words`), its settings (a frozen dataclass whose fields have the defaults, validated
-in its ``__post_init__``) and a function ``compute(doc, settings) -> scores``. Nothing else is
-registered anywhere: :func:`attnxai.explain`, the ``attnxai explain`` command, the faithfulness
-study and the renderings of :class:`attnxai.explanation.Explanation` read this table, and the
-token and word scores of every method come from the one converter.
+in its ``__post_init__``), a function ``compute(doc, settings) -> scores`` and, for the corpus
+studies, its seed rule (``study_seed``: the seed of test review ``i``) and the line a results
+folder records about it (``recorded``: compared when the folder resumes). Nothing else is
+registered anywhere: :func:`attnxai.explain`, the ``attnxai explain`` and ``attnxai
+faithfulness`` commands (``--set METHOD.FIELD=VALUE`` sets any field of any method's settings,
+:func:`parse_settings`), the faithfulness study, the book's chapter 7 (which reads the methods a
+committed study holds from its file, and computes the others live) and the renderings of
+:class:`attnxai.explanation.Explanation` read this table, and the token and word scores of every
+method come from the one converter. SmoothGrad was added so: this entry, its settings class and
+:func:`attnxai.explainers.smoothgrad`.
 
 **One target, one seed.** Every method explains the same logit (``target``, set once for the
 whole explanation: a method's settings cannot carry their own). Methods that draw random numbers
@@ -20,7 +26,8 @@ once; two different values are refused.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +41,8 @@ from .words import Words
 __all__ = ["ALL_METHODS", "DEFAULT_SEED", "Document", "EXTRA_METHODS", "GAME_METHODS", "LEVELS",
            "METHODS", "Method", "PAPER_METHODS", "SHARED", "AttentionSettings", "BanzhafSettings",
            "IGSettings", "LimeSettings", "LimitSettings", "NoSettings", "RandomSettings",
-           "ShapleySettings"]
+           "ShapleySettings", "SmoothGradSettings", "parse_settings", "study_records",
+           "study_settings"]
 
 #: The seed of every random method (LIME's ``random_state``, the random baseline) when neither the
 #: caller nor the method's settings give one.
@@ -154,6 +162,27 @@ class RandomSettings:
     def __post_init__(self):
         if self.seed is not None and validate.integer(self.seed, "seed") < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
+
+
+@dataclass(frozen=True)
+class SmoothGradSettings:
+    """SmoothGrad (:func:`attnxai.explainers.smoothgrad`): ``n_samples`` noisy copies of the
+    embeddings, noise of standard deviation ``noise`` times the range of the review's embedding
+    coordinates, ``summary`` of the averaged gradient (one of
+    :data:`attnxai.explainers.GRADIENT_METHODS`: ``"G-l2"``, its norm, by default) and ``seed`` of
+    the noise (None: the explanation's seed)."""
+
+    n_samples: int = 50
+    noise: float = 0.15
+    summary: str = "G-l2"
+    seed: int | None = None
+
+    def __post_init__(self):
+        validate.positive_int(self.n_samples, "n_samples")
+        validate.nonnegative(self.noise, "noise")
+        validate.choice(self.summary, "summary", explainers.GRADIENT_METHODS)
+        if self.seed is not None:
+            validate.seed(self.seed)
 
 
 def _set_fields(settings: Any) -> dict[str, Any]:
@@ -290,6 +319,12 @@ def _integrated_gradients(doc: Document, s: IGSettings) -> np.ndarray:
     return np.asarray(ig.tokens, dtype=np.float64)
 
 
+def _smoothgrad(doc: Document, s: SmoothGradSettings) -> np.ndarray:
+    grad, e = explainers.smoothgrad(doc.pre.model, doc.ids_tensor, doc.target,
+                                    n_samples=s.n_samples, noise=s.noise, seed=s.seed)
+    return doc.tokens_of(explainers.summarize_gradient(grad, e)[s.summary])
+
+
 def _random(doc: Document, s: RandomSettings) -> np.ndarray:
     return np.random.default_rng(s.seed).standard_normal(len(doc.tokens))
 
@@ -300,7 +335,12 @@ class Method:
 
     ``level``: what ``compute`` returns, ``"token"`` (n,) or ``"word"`` (d,) float64 scores
     (a method whose level depends on its settings, LIME's ``bow``, says so in ``level_of``);
-    ``group``: what is timed together; ``settings``: its settings class; ``about``: one line."""
+    ``group``: what is timed together; ``settings``: its settings class; ``about``: one line.
+    For the corpus studies: ``study_seed`` maps a test review's index to the seed of a method that
+    draws random numbers (its settings' ``seed``); ``recorded`` is ``(key, description)``, what a
+    results folder records about the method (a key shared by several methods is written once;
+    the folder's record is compared when it resumes, so an existing description is never
+    reworded)."""
 
     name: str
     level: str
@@ -309,6 +349,8 @@ class Method:
     compute: Callable[[Document, Any], np.ndarray]
     about: str
     level_of: Callable[[Any], str] | None = None
+    study_seed: Callable[[int], int] | None = None
+    recorded: tuple[str, str] | None = None
 
     def level_for(self, settings: Any) -> str:
         return self.level if self.level_of is None else self.level_of(settings)
@@ -320,17 +362,35 @@ def _bow_level(s: Any) -> str:
 
 _GRADIENTS = "attention+gradients"
 
+
+def _index(i: int) -> int:
+    return i
+
+
+def _thousand_times(i: int) -> int:
+    return 1000 * i
+
+
+# the records of the existing results folders, word for word (fastlime.explain is now
+# fastlime.explain_instance): a resumed folder compares them
+_GAMES = ("game values", "theory.shapley, theory.banzhaf (bow=True: delete, bow=False: replace), "
+                         "theory.integrated_gradients: default settings")
+
 #: Every method, in the order an explanation lists them: the seven of the paper's Figure 1, then
 #: the extra scores (``alpha x s``: attention times the token's own score, the value part of GxI;
 #: LIME's closed-form limit; the Shapley and Banzhaf values of both removal modes and Integrated
-#: Gradients, chapter 9; a random baseline).
+#: Gradients, chapter 9; SmoothGrad, the gradient averaged over noisy embeddings, which no
+#: committed study holds (chapter 7 computes it live); a random baseline).
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("alpha-avg", "token", _GRADIENTS, AttentionSettings, _attention("mean"),
            "the [CLS] attention weight, mean over heads"),
     Method("alpha-max", "token", _GRADIENTS, AttentionSettings, _attention("max"),
            "the [CLS] attention weight, max over heads"),
     Method("LIME", "word", "LIME", LimeSettings, _lime,
-           "lime's coefficients (fastlime: lime 0.2.0.1's algorithm, exactly)", _bow_level),
+           "lime's coefficients (fastlime: lime 0.2.0.1's algorithm, exactly)", _bow_level,
+           study_seed=_thousand_times,
+           recorded=("lime", "fastlime.explain, bow=True, random_state = 1000 * test_index, "
+                             "logit = the explained class")),
     Method("G-avg", "token", _GRADIENTS, NoSettings, _gradient("G-avg"),
            "mean of the gradient's coordinates"),
     Method("G-l1", "token", _GRADIENTS, NoSettings, _gradient("G-l1"), "l1 norm of the gradient"),
@@ -339,19 +399,31 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("alpha x s", "token", _GRADIENTS, NoSettings, _alpha_times_score,
            "attention times the token's own score (the value part of GxI)"),
     Method("LIME limit", "word", "LIME limit", LimitSettings, _lime_limit,
-           "LIME's large-sample limit, in closed form", _bow_level),
+           "LIME's large-sample limit, in closed form", _bow_level,
+           recorded=("limit", "theory.lime_limit(pre, text, bow=True), default settings")),
     Method("Shapley (delete)", "word", "Shapley", ShapleySettings, _game("Shapley", True),
-           "Shapley values of the words, deleted with all their occurrences (closed form)"),
+           "Shapley values of the words, deleted with all their occurrences (closed form)",
+           recorded=_GAMES),
     Method("Shapley (replace)", "token", "Shapley", ShapleySettings, _game("Shapley", False),
-           "Shapley values of the positions, replaced by UNK in place (closed form)"),
+           "Shapley values of the positions, replaced by UNK in place (closed form)",
+           recorded=_GAMES),
     Method("Banzhaf (delete)", "word", "Banzhaf", BanzhafSettings, _game("Banzhaf", True),
-           "Banzhaf values of the words, deleted (closed form: the effect at p = 1/2)"),
+           "Banzhaf values of the words, deleted (closed form: the effect at p = 1/2)",
+           recorded=_GAMES),
     Method("Banzhaf (replace)", "token", "Banzhaf", BanzhafSettings, _game("Banzhaf", False),
-           "Banzhaf values of the positions, replaced by UNK (closed form)"),
+           "Banzhaf values of the positions, replaced by UNK (closed form)",
+           recorded=_GAMES),
     Method("IG", "token", "IG", IGSettings, _integrated_gradients,
-           "Integrated Gradients from the UNK baseline (closed form, Gauss-Legendre)"),
+           "Integrated Gradients from the UNK baseline (closed form, Gauss-Legendre)",
+           recorded=_GAMES),
+    Method("SmoothGrad", "token", "SmoothGrad", SmoothGradSettings, _smoothgrad,
+           "the gradient averaged over noisy copies of the embeddings (SmoothGrad), summarised "
+           "by its l2 norm", study_seed=_index,
+           recorded=("smoothgrad", "explainers.smoothgrad, seed = test_index, SmoothGradSettings "
+                                   "defaults unless 'method settings' says otherwise")),
     Method("random", "token", "random", RandomSettings, _random,
-           "i.i.d. standard normal scores (a baseline)"),
+           "i.i.d. standard normal scores (a baseline)", study_seed=_index,
+           recorded=("random", "numpy default_rng(test_index).standard_normal(n)")),
 )}
 #: The paper's seven explainers, in its Figure 1 order (the default of :func:`attnxai.explain`).
 PAPER_METHODS = ("alpha-avg", "alpha-max", "LIME", "G-avg", "G-l1", "G-l2", "GxI")
@@ -359,7 +431,79 @@ PAPER_METHODS = ("alpha-avg", "alpha-max", "LIME", "G-avg", "G-l1", "G-l2", "GxI
 GAME_METHODS = ("Shapley (delete)", "Shapley (replace)", "Banzhaf (delete)", "Banzhaf (replace)",
                 "IG")
 #: The scores beyond the paper's seven.
-EXTRA_METHODS = ("alpha x s", "LIME limit", *GAME_METHODS, "random")
+EXTRA_METHODS = tuple(m for m in METHODS if m not in PAPER_METHODS)
 ALL_METHODS = tuple(METHODS)
 #: Settings that must agree between two methods: (method, follows, the shared fields).
 SHARED = (("LIME limit", "LIME", ("kernel_width", "bow")),)
+
+
+# ---------------------------------------------------------------------- settings as text
+def _from_text(text: str, hint: Any, where: str) -> Any:
+    """``text`` as a value of the field type ``hint`` (``int``, ``float``, ``bool``, ``str`` or
+    one of them ``| None``; ``"none"`` is None where the field allows it)."""
+    kinds = [t for t in (typing.get_args(hint) or (hint,)) if t is not type(None)]
+    if text.strip().lower() == "none" and len(kinds) < len(typing.get_args(hint) or (hint,)):
+        return None
+    for kind in kinds:
+        if kind is bool:
+            low = text.strip().lower()
+            if low in ("true", "false"):
+                return low == "true"
+        elif kind in (int, float):
+            try:
+                return kind(text)
+            except ValueError:
+                pass
+        elif kind is str:
+            return text
+    names = " or ".join(getattr(k, "__name__", str(k)) for k in kinds)
+    raise ValueError(f"{where}: {text!r} is not of type {names}")
+
+
+def parse_settings(specs: Iterable[str] | None) -> dict[str, dict[str, Any]]:
+    """``METHOD.FIELD=VALUE`` strings (the commands' ``--set``; the method's name in any case, the
+    value read as the field's type) as the ``settings`` of :func:`attnxai.explain`: any field of
+    any method of :data:`METHODS`, e.g. ``["SmoothGrad.n_samples=20", "LIME.bow=false"]``. The
+    values are checked by the settings classes when they are built."""
+    out: dict[str, dict[str, Any]] = {}
+    by_lower = {m.lower(): m for m in METHODS}
+    for spec in specs or ():
+        key, eq, text = spec.partition("=")
+        method, dot, name = key.strip().rpartition(".")
+        if not (eq and dot and method and name):
+            raise ValueError(f"--set takes METHOD.FIELD=VALUE (e.g. SmoothGrad.n_samples=20), "
+                             f"got {spec!r}")
+        if method.lower() not in by_lower:
+            raise ValueError(f"--set {spec!r}: unknown method {method!r}; choose among "
+                             f"{list(METHODS)}")
+        method = by_lower[method.lower()]
+        cls = METHODS[method].settings
+        hints = typing.get_type_hints(cls)
+        if name not in hints:
+            raise ValueError(f"--set {spec!r}: {method} has no setting {name!r}; its settings "
+                             f"are {list(hints) or 'none'}")
+        out.setdefault(method, {})[name] = _from_text(text, hints[name], f"--set {spec!r}")
+    return out
+
+
+# ---------------------------------------------------------------------- the corpus studies
+def study_settings(methods: Sequence[str], test_index: int,
+                   given: Mapping[str, Mapping[str, Any]] | None = None
+                   ) -> dict[str, dict[str, Any]]:
+    """The settings a corpus study gives its methods on test review ``test_index``: ``given``
+    (per method) and each random method's seed from its ``study_seed`` rule."""
+    out = {m: dict(v) for m, v in (given or {}).items() if m in methods}
+    for m in methods:
+        rule = METHODS[m].study_seed
+        if rule is not None:
+            if "seed" in out.get(m, {}):
+                raise ValueError(f"{m}'s seed is the study's (one per review: "
+                                 f"{rule.__name__}(test_index)): do not set it")
+            out.setdefault(m, {})["seed"] = rule(int(test_index))
+    return out
+
+
+def study_records(methods: Sequence[str]) -> dict[str, str]:
+    """What a results folder records about its methods (their ``recorded`` lines, each key once,
+    in the table's order)."""
+    return dict(METHODS[m].recorded for m in METHODS if m in methods and METHODS[m].recorded)

@@ -53,6 +53,24 @@ class TruncationWarning(UserWarning):
     """A text was longer than the model reads: only its first ``max_len - 1`` tokens were used."""
 
 
+class DroppedCharactersWarning(UserWarning):
+    """A text held letters, digits or symbols outside A-Z and 0-9 (Hebrew, accents, emoji): the
+    preprocessing drops them, so no explanation says anything about them."""
+
+
+def dropped_characters(text: str) -> list[str]:
+    """The distinct characters of ``text`` that carry meaning (letters, digits, symbols such as
+    emoji) but that :func:`normalize_for_lime` drops (it keeps ASCII letters and digits), in
+    order of appearance."""
+    import unicodedata
+
+    seen: dict[str, None] = {}
+    for ch in text:
+        if not ch.isascii() and unicodedata.category(ch)[0] in "LNS":
+            seen.setdefault(ch)
+    return list(seen)
+
+
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into tokens exactly as torchtext's ``basic_english`` does (module docstring)."""
     if not isinstance(text, str):
@@ -178,7 +196,9 @@ class Vocab:
     @classmethod
     def from_json(cls, data: bytes | str) -> "Vocab":
         """The vocabulary of a ``vocab.json`` content (a JSON list of words)."""
-        words = json.loads(data)
+        from .files import loads_json
+
+        words = loads_json(data, "vocab.json")
         if not isinstance(words, list):
             raise TypeError("vocab.json must hold a JSON list of words, got "
                             f"{type(words).__name__}")

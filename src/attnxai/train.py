@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from .data import IMDb, Review, load_imdb
 from .devices import check_device
 from .files import atomic_write
 from .interface import ClassifierBase, predict
+from .progress import bar as progress_bar
+from .progress import write as progress_write
 from .model import AttentionClassifier
 from .multilayer import MultiLayerClassifier
 from .profiles import TrainConfig, recipe
@@ -187,7 +188,7 @@ def train_epoch(state: TrainState, config: TrainConfig, split: EncodedSplit, *,
     y_all = torch.tensor(split.labels["train"], device=device)
     batches = epoch_batches(config, [len(x) for x in split.ids["train"]], state.gen)
     model.train()
-    bar = tqdm(batches, desc=desc, disable=not progress, leave=False)
+    bar = progress_bar(batches, desc=desc, disable=not progress, per_step=False, leave=False)
     total, n, correct = 0.0, 0, 0
     for idx in bar:
         ids = model.collate([split.ids["train"][i] for i in idx]).to(device)
@@ -296,7 +297,7 @@ def train(config: TrainConfig, data: IMDb | None = None, *, progress: bool = Tru
     split = encode_split(config, data)
     state = start(config, split, device)
     if state_dir is not None and resume(state, config, state_dir, device) and progress:
-        tqdm.write(f"resuming after epoch {state.epoch} (state in {state_dir})")
+        progress_write(f"resuming after epoch {state.epoch} (state in {state_dir})")
     stop = config.epochs if r["stop_after"] is None else int(r["stop_after"])
     while state.epoch < stop:
         t_epoch = time.perf_counter()
@@ -304,7 +305,7 @@ def train(config: TrainConfig, data: IMDb | None = None, *, progress: bool = Tru
                             desc=f"epoch {state.epoch + 1}/{stop}")
         val = _record_epoch(state, split, stats, time.perf_counter() - t_epoch)
         if progress:
-            tqdm.write(f"epoch {state.epoch}: train loss {stats['train_loss']:.4f}, validation "
+            progress_write(f"epoch {state.epoch}: train loss {stats['train_loss']:.4f}, validation "
                        f"accuracy {val:.4f}")
         if state_dir is not None:
             save_state(state_dir, state, config)
@@ -354,11 +355,11 @@ def load_state(folder: str | Path, config: TrainConfig) -> tuple[dict, dict] | N
     from safetensors.torch import load as load_safetensors
 
     from .budget import budget
-    from .files import read_small_file
+    from .files import read_json, read_small_file
 
     folder = Path(folder)
     try:        # never waits on a FIFO nor reads a device without end (then: no state, retrain)
-        meta = json.loads(read_small_file(folder / _STATE_JSON))
+        meta = read_json(folder / _STATE_JSON)
         blob = read_small_file(folder / _STATE_TENSORS, budget()[0])
     except (OSError, ValueError):
         return None

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["bow", "choice", "integer", "kernel_width", "num_samples", "positive_int",
-           "random_state", "real_scores", "seed", "target", "text"]
+__all__ = ["bow", "choice", "explained_class", "integer", "kernel_width", "names", "nonnegative",
+           "num_samples", "positive_int", "random_state", "real_scores", "seed", "target", "text"]
 
 _WORD = re.compile(r"\w")
 
@@ -71,6 +72,58 @@ def target(value: Any, n_classes: int) -> int:
     return t
 
 
+def explained_class(value: Any, n_classes: int | None = None, *, text: bool = False
+                    ) -> int | str:
+    """What every entry point takes as ``target``: a class index (:func:`target`; not checked
+    against the classes when ``n_classes`` is None, before the model is known) or
+    ``"predicted"`` (each text's predicted class, resolved once its logits are known).
+
+    ``text``: the value is a command line's (or a study's options') spelling: any case, and a
+    str of digits is a class index; a str that is neither is then a ``ValueError`` (elsewhere a
+    ``TypeError``: a str where a class index is expected)."""
+    if isinstance(value, str):
+        spec = value.strip().lower() if text else value
+        if spec == "predicted":
+            return spec
+        if not (text and spec.isascii() and spec.isdigit()):   # "²".isdigit(), int() refuses it
+            raise (ValueError if text else TypeError)(
+                f"target must be a class index or 'predicted', got {value!r}")
+        value = int(spec)
+    return integer(value, "target") if n_classes is None else target(value, n_classes)
+
+
+def names(value: Any, options: Sequence[str], *, kind: str, default: Sequence[str] | None = None,
+          text: bool = False, allow_empty: bool = False) -> list[str]:
+    """A list of names among ``options`` (methods, perturbations, selections...), in the order
+    given, repeats dropped: the one reading of such a list.
+
+    ``None``: ``default`` (refused if there is none). A str is a command line's spelling only
+    where ``text`` is true (comma-separated, any case, ``"all"`` for every option); elsewhere it is
+    refused, since a str is an iterable of its letters. ``kind`` names one element in the messages
+    (``"method"``)."""
+    if value is None:
+        if default is None:
+            raise ValueError(f"no {kind} given; choose among {list(options)}")
+        return list(default)
+    if isinstance(value, str) and text:
+        if value.strip().lower() == "all":
+            return list(options)
+        by_lower = {o.lower(): o for o in options}
+        given = [v.strip() for v in value.split(",") if v.strip()]
+        value = [by_lower.get(v.lower(), v) for v in given]
+    elif isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(f"{kind}s must be a list of {kind} names, got {type(value).__name__} "
+                        f"({value!r}): wrap one name, [{value!r}] (names: {list(options)})")
+    out = list(dict.fromkeys(value))
+    bad = [v for v in out if v not in options]
+    if bad:
+        raise ValueError(f"unknown {kind}(s) {bad}; choose among {list(options)}"
+                         + (" (comma-separated) or 'all'" if text else ""))
+    if not out and not allow_empty:
+        raise ValueError(f"no {kind} chosen; choose among {list(options)}")
+    return out
+
+
 def kernel_width(value: Any, *, allow_inf: bool = False) -> float:
     """lime's kernel width: a finite positive real (``math.inf``, the wide-kernel limit, only where
     ``allow_inf``). Strings and bools are refused rather than converted."""
@@ -84,6 +137,16 @@ def kernel_width(value: Any, *, allow_inf: bool = False) -> float:
         raise ValueError("kernel_width must be finite here (math.inf, the wide-kernel limit, is "
                          "only meaningful for the closed forms in attnxai.theory)")
     return nu
+
+
+def nonnegative(value: Any, name: str) -> float:
+    """A finite real ``>= 0`` (a noise level, a tolerance of zero allowed); str and bool refused."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number >= 0, got {type(value).__name__} ({value!r})")
+    v = float(value)
+    if not (math.isfinite(v) and v >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return v
 
 
 def num_samples(value: Any) -> int:

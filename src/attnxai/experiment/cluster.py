@@ -6,7 +6,9 @@ to it and, before anything runs:
 
 * reads the scheduler's address (a scheduler file is read here, once: a missing file, a folder or
   a FIFO in its place is refused at once instead of waited on), refuses an address that is not a
-  Dask one (``http://`` is a dashboard's), connects within ``connect_seconds`` and, on any
+  Dask one (``http://`` is a dashboard's), asks the scheduler who it is and waits
+  ``connect_seconds`` at most for the answer (Dask's client itself would wait without end for a
+  listener that accepts and never answers), connects within ``connect_seconds`` and, on any
   failure, closes the half-made client at once (Dask's own clean-up would wait twice the connect
   timeout and print a traceback);
 * waits (a minute at most) for a first worker and checks that every worker runs the same code:
@@ -67,13 +69,13 @@ def scheduler_address(scheduler: str) -> str:
     """The scheduler's address from ``--scheduler``: an address (``tcp://HOST:8786``, ``HOST:8786``)
     or a scheduler file (JSON with an ``address``, written by ``dask scheduler --scheduler-file``),
     read once here. :class:`~attnxai.errors.ClusterError` for what cannot be one, at once."""
-    from ..files import read_small_file
+    from ..files import read_json
 
     text = scheduler.strip()
     m = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", text)
     if m is None and (text.endswith(".json") or "/" in text or Path(text).exists()):
         try:
-            info = json.loads(read_small_file(Path(text).expanduser(), 1 << 20))
+            info = read_json(Path(text).expanduser(), 1 << 20)
             address = info["address"]
         except FileNotFoundError:
             raise ClusterError(f"no scheduler file at {text}: start the scheduler with `dask "
@@ -96,6 +98,43 @@ def scheduler_address(scheduler: str) -> str:
         raise ClusterError(f"{text!r} is not a Dask scheduler address (e.g. tcp://HOST:8786) nor "
                            "a scheduler file")
     return text
+
+
+def _probe(address: str, seconds: float) -> None:
+    """Ask the scheduler at ``address`` who it is and wait ``seconds`` at most for the answer
+    (in a thread of its own, with its own event loop): Dask's client waits without end for a
+    listener that accepts the connection and never answers. :class:`ClusterError` if none
+    comes."""
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+
+    failure: list[BaseException] = []
+
+    async def ask() -> None:
+        comm = await connect(address, timeout=seconds)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            await comm.read()
+        finally:
+            comm.abort()
+
+    def probe() -> None:
+        try:
+            asyncio.run(asyncio.wait_for(ask(), seconds))
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller, in one line
+            failure.append(exc)
+
+    thread = threading.Thread(target=probe, name="attnxai-scheduler-probe", daemon=True)
+    thread.start()
+    thread.join(seconds + CLOSE_SECONDS)
+    if thread.is_alive() or failure:
+        why = ("no answer" if thread.is_alive() or isinstance(failure[0], TimeoutError)
+               else f"{type(failure[0]).__name__}: {str(failure[0])[:200]}")
+        raise ClusterError(f"cannot reach the Dask scheduler at {address} within {seconds:g} s "
+                           f"({why}): start one with `dask scheduler` and pass its address, "
+                           "e.g. --scheduler tcp://HOST:8786")
 
 
 class _Client(Client):
@@ -177,6 +216,7 @@ class DaskWorkers(Workers):
                  wait_seconds: float = WORKER_WAIT_SECONDS):
         super().__init__()
         self.address = scheduler_address(scheduler)
+        _probe(self.address, connect_seconds)            # an answer, or refused in time
         try:
             self.client = _Client(self.address, timeout=f"{connect_seconds}s",
                                   set_as_default=False)

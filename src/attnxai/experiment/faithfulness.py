@@ -35,19 +35,20 @@ reviews.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import validate
-from ..explanation import Explanation, explain
+from ..explanation import Explanation, explain, resolve_settings
 from ..faithfulness import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
                             SELECTIONS, TIES, agreement, evaluate)
-from ..registry import ALL_METHODS, GAME_METHODS
+from ..registry import ALL_METHODS, METHODS, study_records, study_settings
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
@@ -93,39 +94,53 @@ def _has_ties(scores: np.ndarray) -> bool:
 # ---------------------------------------------------------------- one review
 def review_explanation(pre: Any, text: str, *, test_index: int,
                        methods: Sequence[str] = ALL_METHODS, num_samples: int = 5000,
-                       kernel_width: float = 25.0, target: int | str = 1) -> Explanation:
+                       kernel_width: float = 25.0, target: int | str = 1,
+                       settings: Mapping[str, Mapping[str, Any]] | None = None) -> Explanation:
     """The study's explanations of one test review (:func:`attnxai.explain` with the study's
-    seeds: LIME ``1000 * test_index``, the random baseline ``test_index``)."""
-    settings: dict[str, dict[str, Any]] = {}
-    if "LIME" in methods:
-        settings["LIME"] = {"num_samples": num_samples, "kernel_width": kernel_width,
-                            "seed": 1000 * int(test_index)}
-    elif "LIME limit" in methods:
-        settings["LIME limit"] = {"kernel_width": kernel_width}
-    if "random" in methods:
-        settings["random"] = {"seed": int(test_index)}
+    seeds, :func:`attnxai.registry.study_settings`: LIME ``1000 * test_index``, SmoothGrad and the
+    random baseline ``test_index``). ``num_samples`` and ``kernel_width`` go to every method that
+    has such a setting (LIME; its limit shares the width); ``settings``: further settings per
+    method."""
+    given = _review_settings(methods, test_index, num_samples, kernel_width, settings)
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
         # the study runs the limit's defaults knowingly (its settings record "default settings";
         # chapter 7 states what they are): no warning per review from every worker
         warnings.simplefilter("ignore", LimitApproximationWarning)
-        return explain(pre, text, list(methods), target=target, settings=settings)
+        return explain(pre, text, list(methods), target=target, settings=given)
+
+
+def _review_settings(methods: Sequence[str], test_index: int, num_samples: int,
+                     kernel_width: float, settings: Mapping[str, Mapping[str, Any]] | None
+                     ) -> dict[str, dict[str, Any]]:
+    """The settings of one review's methods: the study's ``num_samples`` and ``kernel_width``
+    where a method has such a field, its further ``settings``, its seed for this review."""
+    given: dict[str, dict[str, Any]] = {}
+    for m in methods:
+        fields = {f.name for f in dataclasses.fields(METHODS[m].settings)}
+        shared = {k: v for k, v in (("num_samples", num_samples),
+                                    ("kernel_width", kernel_width)) if k in fields}
+        given[m] = {**shared, **(settings or {}).get(m, {})}
+    return {m: v for m, v in study_settings(methods, test_index, given).items() if v}
 
 
 def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
                      perturbations: Sequence[str] = PERTURBATIONS,
                      selections: Sequence[str] = DEFAULT_SELECTIONS, num_samples: int = 5000,
                      kernel_width: float = 25.0, backend: str = "auto",
-                     target: int | str = 1) -> dict[str, Any]:
+                     target: int | str = 1,
+                     settings: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The row of one review (module docstring): explanations, metrics, agreement, timings.
 
     ``target``: the explained class, 1 (the paper's logit 1, the default), 0, or ``"predicted"``
     (the model's predicted class on this review, ferret's default); every explainer explains that
-    logit and ``p`` is that class's probability."""
+    logit and ``p`` is that class's probability; ``settings``: the methods' further settings
+    (:func:`review_explanation`)."""
     t0, c0 = time.perf_counter(), time.process_time()
     ex = review_explanation(pre, text, test_index=test_index, methods=methods,
-                            num_samples=num_samples, kernel_width=kernel_width, target=target)
+                            num_samples=num_samples, kernel_width=kernel_width, target=target,
+                            settings=settings)
     c = ex.target
     t_scores = time.perf_counter() - t0
     res = evaluate(pre, ex.ids, ex.token_scores, target=c, perturbations=perturbations,
@@ -178,37 +193,39 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
                                    methods=settings["methods"],
                                    perturbations=settings["perturbations"],
                                    selections=settings["selections"],
-                                   num_samples=settings["num_samples"],
-                                   kernel_width=settings["kernel_width"],
-                                   backend=settings["backend"], target=settings["target"])
+                                   num_samples=settings.get("num_samples"),
+                                   kernel_width=settings.get("kernel_width"),
+                                   backend=settings["backend"], target=settings["target"],
+                                   settings=settings.get("method settings"))
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
     return rows
 
 
 # ---------------------------------------------------------------- the study
-def _names(values: str | Iterable[str] | None, name: str, options: Sequence[str],
-           default: Sequence[str]) -> list[str]:
-    if values is None:
-        return list(default)
-    if isinstance(values, str):
-        values = [v.strip() for v in values.split(",") if v.strip()]
-    out = list(dict.fromkeys(values))
-    bad = [v for v in out if v not in options]
-    if bad or not out:
-        raise ValueError(f"{name}: unknown {bad or 'empty list'}; choose among {list(options)}")
-    return out
+def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None, methods: list[str],
+                     num_samples: int, kernel_width: float
+                     ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The study's further settings per method (``--set``), and every method's settings object
+    as a review builds it (a review's own seed is the study's): every setting checked once,
+    here."""
+    if not isinstance(settings, (Mapping, type(None))):
+        raise TypeError(f"settings must map a method's name to its settings, got "
+                        f"{type(settings).__name__}")
+    given = {m: dict(v) for m, v in (settings or {}).items()}
+    idle = [m for m in given if m not in methods]
+    if idle:
+        raise ValueError(f"settings for {idle}, which the study does not run (methods: "
+                         f"{', '.join(methods)})")
+    resolved = resolve_settings(methods, _review_settings(methods, 0, num_samples,
+                                                          kernel_width, given))
+    return given, resolved
 
 
-def _target(target: int | str, n_classes: int) -> int | str:
-    if isinstance(target, str):
-        if target == "predicted":
-            return target
-        if target.strip().isdigit():
-            target = int(target)
-        else:
-            raise ValueError(f"target must be a class index or 'predicted', got {target!r}")
-    return validate.target(target, n_classes)
+def _field_of(resolved: Mapping[str, Any], name: str) -> Any:
+    """The value of the setting ``name`` in the first of the settings objects that has it (None:
+    no method takes it)."""
+    return next((getattr(s, name) for s in resolved.values() if hasattr(s, name)), None)
 
 
 class FaithfulnessStudy(Study):
@@ -223,23 +240,31 @@ class FaithfulnessStudy(Study):
                  perturbations: str | Iterable[str] | None = None,
                  selections: str | Iterable[str] | None = None, num_samples: int = 5000,
                  kernel_width: float = 25.0, backend: str = "auto", chunk: int = 10,
-                 archive: str | None = None, target: int | str = 1):
+                 archive: str | None = None, target: int | str = 1,
+                 settings: Mapping[str, Mapping[str, Any]] | None = None):
         from ..faithfulness import BACKENDS
 
         self.reviews = validate.positive_int(reviews, "reviews")
-        self.methods = _names(methods, "methods", ALL_METHODS, ALL_METHODS)
-        self.perturbations = _names(perturbations, "perturbations", PERTURBATIONS, PERTURBATIONS)
-        self.selections = _names(selections, "selections", SELECTIONS, DEFAULT_SELECTIONS)
-        self.num_samples = validate.num_samples(num_samples)
-        self.kernel_width = validate.kernel_width(kernel_width)
+        self.methods = validate.names(methods, ALL_METHODS, kind="method", default=ALL_METHODS,
+                                      text=True)
+        self.perturbations = validate.names(perturbations, PERTURBATIONS, kind="perturbation",
+                                            default=PERTURBATIONS, text=True)
+        self.selections = validate.names(selections, SELECTIONS, kind="selection",
+                                         default=DEFAULT_SELECTIONS, text=True)
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
+        self.method_settings, resolved = _method_settings(settings, self.methods, num_samples,
+                                                          kernel_width)
+        # LIME's samples and width (its limit shares the width), checked by their settings
+        # classes above and recorded only where a method takes them
+        self.num_samples = _field_of(resolved, "num_samples")
+        self.kernel_width = _field_of(resolved, "kernel_width")
         self.pre = study_model(profile, archive)
         if "LIME" in self.methods:                  # the longest review, before anything runs
             from ..fastlime import check_memory
 
             check_memory(self.num_samples, self.pre.model.max_len - 1)
-        self.target = _target(target, self.pre.model.n_classes)
+        self.target = validate.explained_class(target, self.pre.model.n_classes, text=True)
         self.data = study_test_set(archive, self.reviews)
 
     def settings(self) -> dict[str, Any]:
@@ -253,17 +278,11 @@ class FaithfulnessStudy(Study):
                 "ties": "both: 'position' (earlier position first) for every number, and "
                         "'ferret' (later position first) in the columns ending __ferret",
                 "words_to_positions": "every occurrence gets its word's coefficient",
-                "num_samples": self.num_samples, "kernel_width": self.kernel_width,
-                # these descriptions are compared when a results folder resumes: kept as the
-                # existing folders recorded them (fastlime.explain_instance is now explain_instance)
-                "lime": "fastlime.explain, bow=True, random_state = 1000 * test_index, "
-                        "logit = the explained class",
-                "limit": "theory.lime_limit(pre, text, bow=True), default settings",
-                **({"game values": "theory.shapley, theory.banzhaf (bow=True: delete, "
-                                   "bow=False: replace), theory.integrated_gradients: default "
-                                   "settings"}
-                   if set(self.methods) & set(GAME_METHODS) else {}),
-                "random": "numpy default_rng(test_index).standard_normal(n)",
+                **{k: v for k, v in (("num_samples", self.num_samples),
+                                     ("kernel_width", self.kernel_width)) if v is not None},
+                # each method's own record (registry: compared when a results folder resumes)
+                **study_records(self.methods),
+                **({"method settings": self.method_settings} if self.method_settings else {}),
                 "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
                 "backend": self.backend}
 
@@ -286,13 +305,16 @@ def run_faithfulness(out: Any, *, profile: str = "paper", reviews: int = 1000,
                      kernel_width: float = 25.0, backend: str = "auto", jobs: int = 1,
                      scheduler: str | None = None, chunk: int = 10, archive: str | None = None,
                      progress: bool = True, target: int | str = 1,
-                     device: str = "cpu", command: Sequence[str] | None = None) -> RunReport:
+                     device: str = "cpu", command: Sequence[str] | None = None,
+                     settings: Mapping[str, Mapping[str, Any]] | None = None) -> RunReport:
     """Run (or resume) the faithfulness study into the folder ``out`` (module docstring;
+    ``settings``: further settings per method, e.g. ``{"SmoothGrad": {"n_samples": 20}}``;
     ``command``: for the run log, :func:`attnxai.experiment.run`)."""
     study = FaithfulnessStudy(profile=profile, reviews=reviews, methods=methods,
                               perturbations=perturbations, selections=selections,
                               num_samples=num_samples, kernel_width=kernel_width,
-                              backend=backend, chunk=chunk, archive=archive, target=target)
+                              backend=backend, chunk=chunk, archive=archive, target=target,
+                              settings=settings)
     return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
                command=command)
 

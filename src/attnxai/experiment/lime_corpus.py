@@ -343,7 +343,8 @@ class LimeCorpus(Study):
         """Add the columns of approximations missing from finished parts (rows keep their LIME
         numbers; only the approximations run)."""
         import pandas as pd
-        from tqdm.auto import tqdm
+
+        from ..progress import bar as progress_bar
 
         names = list(self.approximations)
         missing_by_part: dict[Path, list[str]] = {}
@@ -367,7 +368,7 @@ class LimeCorpus(Study):
                  for ti, b in zip(f["test_index"], f["bow"])}
         task = functools.partial(_fill_task, self.model_ref(), self.lime.kernel_width,
                                  self.approximations)
-        bar = tqdm(total=total, desc="approximations", unit="row", disable=not progress)
+        bar = progress_bar(total=total, desc="approximations", unit="row", disable=not progress)
         for cols in parallel(task, chunks, jobs, client):
             part = where[(cols[0]["test_index"], cols[0]["bow"])]
             merged = frames[part].merge(pd.DataFrame(cols), on=["test_index", "bow"], how="left")

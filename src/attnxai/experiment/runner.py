@@ -212,8 +212,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     (:func:`attnxai.experiment.runs_header`)."""
     import datetime as dt
 
-    from tqdm.auto import tqdm
-
+    from ..progress import bar as progress_bar
     from ..provenance import loadavg, source_state
 
     jobs = validate.integer(jobs, "jobs")
@@ -221,14 +220,18 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
         raise ValueError(f"jobs must be a positive int (or -1 for all cores), got {jobs}")
     if scheduler is None and jobs > 1:
         LocalPool.check_memory(jobs)                 # before the model and the data are read
-    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+    if scheduler is not None and not isinstance(scheduler, str):
         raise TypeError(f"scheduler must be an address string, got {scheduler!r}")
+    if scheduler is not None and not scheduler.strip():
+        raise ValueError("the scheduler's address is empty: give a Dask scheduler's address "
+                         "(--scheduler tcp://HOST:8786) or scheduler file, or leave --scheduler "
+                         "out to run here")
     device = _device(device, scheduler)
     out = store.prepare(out)
     settings = study.settings()
     store.check_meta(out, settings)                  # refuses before anything is written
     with store.hold(out, settings, command) as held:     # one writer at a time
-        done = store.done_keys(out, study.key_columns) if out.is_dir() else set()
+        done = store.done_keys(out, study.key_columns, settings) if out.is_dir() else set()
         chunks = study.plan(done)
         skipped = len(done)
         bundle = _bundle(study)                      # read and verified before anything runs
@@ -243,11 +246,11 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
                     workers.prepare()                # ship it now: errors before any writing
             held.record()                            # the settings, before the first row
             n_rows = sum(len(c) for c in chunks)
-            bar = tqdm(total=n_rows, desc=study.name, unit="row", disable=not progress,
-                       smoothing=0.05)
+            bar = progress_bar(total=n_rows, desc=study.name, unit="row",
+                               disable=not progress, smoothing=0.05)
             for i, rows in enumerate(workers.map_unordered(study.task(), chunks)):
                 order = min((r.get("rank", i) for r in rows), default=i)
-                store.write_part(out, rows, order)
+                store.write_part(out, rows, order, settings)
                 bar.update(len(rows))
             bar.close()
             finished = study.finish(out, jobs, workers, progress)

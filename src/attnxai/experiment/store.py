@@ -6,8 +6,8 @@ around it; :func:`attnxai.experiment.run` writes it, :func:`attnxai.experiment.r
 reads it).
 
 **One writer at a time.** A run holds the folder (:func:`hold`): its writers' lock
-(``<folder>.lock`` beside it, :func:`attnxai.files.writer_lock`, released by the kernel if the
-run is killed), under which the settings are compared with ``_meta.json`` and recorded there
+(``<folder>.lock`` beside the real folder, whatever link or spelling names it,
+:func:`attnxai.files.writer_lock`, released by the kernel if the run is killed), under which the settings are compared with ``_meta.json`` and recorded there
 before the first row, and the ``.tmp-*`` files of killed writers are removed. A second run of the
 same folder is refused at once, whatever its settings, with who holds it (``_writer.json``): one
 with other settings would mix two experiments in one folder; one with the same settings would
@@ -23,6 +23,14 @@ rows do not match, raises :class:`DamagedResults` naming it and the command that
 rows (delete the part, rerun the folder's command: the other parts are kept). A part without the
 checksum (written by an attnxai before 0.2.1) is refused the same way unless adopted with
 ``python -m attnxai adopt FOLDER`` (:func:`adopt`), which trusts the parts as they are.
+
+**Every part records its settings.** A part also carries the settings it was computed with
+(``attnxai.settings``, canonical JSON, covered by the rows' checksum), and a run compares them
+with its own before it resumes (:func:`done_keys`), as :func:`load_results` compares them with
+the folder's ``_meta.json``: an edited or deleted ``_meta.json`` cannot relabel a folder's rows,
+and a part copied in from a folder with other settings is refused, named, with the command that
+removes it. Parts written before parts recorded their settings are refused until ``python -m
+attnxai adopt FOLDER`` records the folder's ``_meta.json`` in them (trusting it).
 """
 
 from __future__ import annotations
@@ -40,12 +48,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..files import TMP_PREFIX, atomic_write, probe_writable, writer_lock
+from ..files import (TMP_PREFIX, atomic_write, loads_json, probe_writable, read_json,
+                     read_small_file, writer_lock)
 
-__all__ = ["CHECKSUM_KEY", "DamagedResults", "ResultsBusy", "TIMING_COLUMNS", "adopt",
-           "check_meta", "content_digest", "done_keys", "hold", "load_results", "log_run",
-           "parts", "prepare", "read_frame", "read_part", "rewrite_part", "rows_digest", "runs",
-           "write_meta", "write_part"]
+__all__ = ["CHECKSUM_KEY", "DamagedResults", "ResultsBusy", "SETTINGS_KEY", "TIMING_COLUMNS",
+           "adopt", "check_meta", "content_digest", "done_keys", "hold", "load_results",
+           "log_run", "part_settings", "parts", "prepare", "read_frame", "read_part",
+           "rewrite_part", "rows_digest", "runs", "write_meta", "write_part"]
 
 META = "_meta.json"
 RUNS = "_runs.jsonl"
@@ -53,6 +62,8 @@ RUNS = "_runs.jsonl"
 WRITER = "_writer.json"
 #: Where a part keeps the sha256 of its rows (parquet key-value metadata).
 CHECKSUM_KEY = b"attnxai.rows_sha256"
+#: Where a part keeps the settings it was computed with (canonical JSON; under the checksum).
+SETTINGS_KEY = b"attnxai.settings"
 #: Columns that measure time, not results: left out when two runs are compared.
 TIMING_COLUMNS = ("seconds", "cpu_seconds")
 
@@ -140,29 +151,46 @@ def rows_digest(table) -> str:
     return h.hexdigest()
 
 
-def _write_frame(path: Path, frame) -> Path:
-    """Write ``frame`` to ``path`` as parquet with its rows' sha256, atomically."""
+def _settings_json(settings: dict[str, Any]) -> str:
+    """Settings as canonical JSON (sorted keys, no spaces): what a part records."""
+    return json.dumps(settings, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def _stamped(table, settings: dict[str, Any]):
+    """``table`` with the ``settings`` recorded and the checksum of its rows (which covers
+    them)."""
+    meta = {k: v for k, v in (table.schema.metadata or {}).items() if k != CHECKSUM_KEY}
+    table = table.replace_schema_metadata({**meta, SETTINGS_KEY: _settings_json(settings).encode()})
+    return table.replace_schema_metadata({**table.schema.metadata,
+                                          CHECKSUM_KEY: rows_digest(table).encode()})
+
+
+def _write_frame(path: Path, frame, settings: dict[str, Any]) -> Path:
+    """Write ``frame`` to ``path`` as parquet with its settings and rows' sha256, atomically."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    meta = {**(table.schema.metadata or {}), CHECKSUM_KEY: rows_digest(table).encode()}
-    table = table.replace_schema_metadata(meta)
+    table = _stamped(pa.Table.from_pandas(frame, preserve_index=False), settings)
     return atomic_write(path, lambda tmp: pq.write_table(table, tmp))
 
 
-def write_part(out: Path, rows: list[dict[str, Any]], order: int) -> Path:
-    """Write ``rows`` as one part, with their checksum, atomically (a temporary file renamed into
-    place)."""
+def write_part(out: Path, rows: list[dict[str, Any]], order: int,
+               settings: dict[str, Any]) -> Path:
+    """Write ``rows``, computed with ``settings``, as one part with their checksum, atomically
+    (a temporary file renamed into place)."""
     import pandas as pd
 
     final = Path(out) / f"part-{order:05d}-{uuid.uuid4().hex[:8]}.parquet"
-    return _write_frame(final, pd.DataFrame(rows))
+    return _write_frame(final, pd.DataFrame(rows), settings)
 
 
 def rewrite_part(part: Path, frame) -> Path:
-    """Replace a part's rows by ``frame`` (e.g. with new columns), with their new checksum."""
-    return _write_frame(Path(part), frame)
+    """Replace a part's rows by ``frame`` (e.g. with new columns), with their new checksum; it
+    keeps the settings the part records (verified first)."""
+    settings = part_settings(read_part(part))
+    if settings is None:
+        raise DamagedResults(_unlabelled(Path(part)))
+    return _write_frame(Path(part), frame, settings)
 
 
 def _with_out(command: list[str], out: Path) -> list[str]:
@@ -219,7 +247,67 @@ def read_part(part: str | os.PathLike, columns: Sequence[str] | None = None):
     if rows_digest(table) != recorded.decode(errors="replace"):
         raise DamagedResults(f"results part {part} does not match the checksum of its rows: its "
                              f"content changed after it was written; {_redo_hint(part)}")
-    return table if columns is None else table.select(list(columns))
+    if columns is not None:
+        table = table.select(list(columns)).replace_schema_metadata(table.schema.metadata)
+    return table
+
+
+def part_settings(table) -> dict[str, Any] | None:
+    """The settings a verified part (:func:`read_part`) records, None for a part written before
+    parts recorded them."""
+    raw = (table.schema.metadata or {}).get(SETTINGS_KEY)
+    if raw is None:
+        return None
+    settings = loads_json(raw, "the settings a results part records")
+    if not isinstance(settings, dict):
+        raise DamagedResults("a results part records settings that are not a settings object")
+    return settings
+
+
+def _unlabelled(part: Path) -> str:
+    return (f"results part {part} records no settings (written by an attnxai before parts "
+            "recorded the settings they were computed with), so nothing shows which settings "
+            f"made its rows. If the folder's {META} says how they were made, adopt the folder: "
+            f"`python -m attnxai adopt {shlex.quote(str(part.parent))}` records them in every "
+            f"part; else {_redo_hint(part)}")
+
+
+def _differ(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The settings of ``b`` (now) that ``a`` (recorded there) does not have, in words (the
+    comparison :func:`check_meta` makes)."""
+    a, b = json.loads(_settings_json(a)), json.loads(_settings_json(b))
+    return [f"{k}: {a.get(k)!r} there, {v!r} now" for k, v in sorted(b.items())
+            if not _same(a.get(k), v)]
+
+
+def check_settings(out: Path, found: dict[Path, dict[str, Any] | None],
+                   settings: dict[str, Any], what: str) -> None:
+    """Refuse parts (``found``: each part's recorded settings) whose settings are not
+    ``settings`` (``what`` says whose these are: this run's, the folder's ``_meta.json``), naming
+    them and the command that fixes it."""
+    unlabelled = [p for p, s in found.items() if s is None]
+    if unlabelled:
+        raise DamagedResults(_unlabelled(unlabelled[0]))
+    other = {p: _differ(s, settings) for p, s in found.items()}
+    other = {p: d for p, d in other.items() if d}
+    if not other:
+        return
+    first = next(iter(other))
+    if len(other) == len(found) and META in what:
+        raise DamagedResults(f"{out / META} does not hold the settings its parts were computed "
+                             f"with ({'; '.join(other[first])}; each part records its own): it "
+                             f"was edited or replaced. Restore it (the parts' settings: "
+                             f"{_settings_json(found[first])}) or use another --out")
+    if len(other) == len(found):
+        raise ValueError(f"{out} holds results computed with other settings than {what} "
+                         f"({'; '.join(other[first])}; recorded in each part): use another "
+                         "--out or the settings its parts were computed with")
+    names = " ".join(shlex.quote(str(p)) for p in list(other)[:5])
+    raise DamagedResults(f"{len(other)} part(s) of {out} were computed with other settings than "
+                         f"the folder's other parts and {what} ({'; '.join(other[first])} in "
+                         f"{first.name}): copied in from another folder? Remove them (rm "
+                         f"{names}{' ...' if len(other) > 5 else ''}) and rerun the folder's "
+                         "command to compute their rows again")
 
 
 def _frame(table):
@@ -232,13 +320,16 @@ def read_frame(part: str | os.PathLike):
     return _frame(read_part(part))
 
 
-def done_keys(out: Path, columns: Sequence[str]) -> set[tuple]:
-    """The keys (tuples of ``columns``) of every row already in the folder (every part
-    verified)."""
+def done_keys(out: Path, columns: Sequence[str], settings: dict[str, Any]) -> set[tuple]:
+    """The keys (tuples of ``columns``) of every row already in the folder, every part verified
+    and computed with ``settings`` (:func:`check_settings`: else refused, nothing is resumed)."""
     done: set[tuple] = set()
+    found = {}
     for part in parts(out):
         t = read_part(part, columns)
+        found[part] = part_settings(t)
         done.update(zip(*(t.column(c).to_pylist() for c in columns)))
+    check_settings(Path(out), found, settings, "this run's")
     return done
 
 
@@ -263,13 +354,11 @@ def prepare(out: str | os.PathLike) -> Path:
 
 
 def _read_meta(out: Path) -> dict[str, Any] | None:
-    from ..files import read_small_file
-
     meta = out / META
     if not meta.exists():
         return None
     try:
-        old = json.loads(read_small_file(meta))
+        old = read_json(meta)
     except (OSError, ValueError) as exc:
         raise DamagedResults(f"{meta} cannot be read ({exc}): the folder's settings are unknown, "
                              "so its rows cannot be resumed. Use another --out, or restore "
@@ -301,10 +390,8 @@ def write_meta(out: Path, settings: dict[str, Any]) -> None:
 
 def _holder(out: Path) -> str:
     """Who holds the folder, from its ``_writer.json`` (as far as it can be read)."""
-    from ..files import read_small_file
-
     try:
-        w = json.loads(read_small_file(out / WRITER))
+        w = read_json(out / WRITER)
         cmd = f": `{shlex.join(w['command'])}`" if w.get("command") else ""
         return f"process {w['pid']} on {w['host']}, since {w['started']}{cmd}"
     except (OSError, ValueError, KeyError, TypeError):
@@ -371,19 +458,23 @@ def hold(out: Path, settings: dict[str, Any],
 def adopt(out: str | os.PathLike) -> list[Path]:
     """Give every part of a results folder that has no checksum one, recording its rows as they
     are now (what ``python -m attnxai adopt FOLDER`` runs): it trusts that nobody changed them
-    since they were written. Parts that already carry one are verified, not rewritten; a part
-    that cannot be read is refused. Returns the parts adopted."""
+    since they were written; and record the folder's settings (its ``_meta.json``) in every part
+    that records none (written before parts recorded them): it trusts that ``_meta.json`` says
+    how they were made. Parts that already carry both are verified, not rewritten; a part that
+    cannot be read, or records other settings, is refused. Returns the parts adopted."""
     import pyarrow.parquet as pq
 
     out = Path(out)
     if not (out / META).is_file():
         raise ValueError(f"{out} is not a results folder (no {META})")
     adopted = []
-    with hold(out, _read_meta(out) or {}):
+    settings = _read_meta(out) or {}
+    with hold(out, settings):
         for part in parts(out):
             try:
-                read_part(part)
-                continue
+                table = read_part(part)
+                if part_settings(table) is not None:
+                    continue                  # verified, settings and all: check_settings below
             except DamagedResults:
                 try:
                     table = pq.read_table(part)
@@ -392,10 +483,11 @@ def adopt(out: str | os.PathLike) -> list[Path]:
                                          f"be adopted; {_redo_hint(part)}") from None
                 if CHECKSUM_KEY in (table.schema.metadata or {}):
                     raise                     # a checksum that does not match: damage
-            meta = {**(table.schema.metadata or {}), CHECKSUM_KEY: rows_digest(table).encode()}
-            table = table.replace_schema_metadata(meta)
+            table = _stamped(table, settings)
             atomic_write(part, lambda tmp, t=table: pq.write_table(t, tmp))
             adopted.append(part)
+        check_settings(out, {p: part_settings(read_part(p)) for p in parts(out)}, settings,
+                       f"its {META}")
     return adopted
 
 
@@ -438,8 +530,8 @@ def runs(out: str | os.PathLike) -> list[dict[str, Any]]:
     path = Path(out) / RUNS
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    text = read_small_file(path).decode("utf-8")
+    return [loads_json(line, str(path)) for line in text.splitlines() if line.strip()]
 
 
 def load_results(path: str | os.PathLike, keys: Iterable[str] = ("test_index", "bow"),
@@ -456,7 +548,15 @@ def load_results(path: str | os.PathLike, keys: Iterable[str] = ("test_index", "
         found = parts(path)
         if not found:
             raise FileNotFoundError(f"no part-*.parquet in {path}: has the experiment run?")
-        df = pd.concat([read_frame(p) for p in found], ignore_index=True)
+        tables = {p: read_part(p) for p in found}
+        recorded = {p: part_settings(t) for p, t in tables.items()}
+        meta = _read_meta(path)
+        if meta is not None:
+            check_settings(path, recorded, meta, f"its {META}")
+        elif len({_settings_json(s) if s else "" for s in recorded.values()}) > 1:
+            check_settings(path, recorded, next(iter(recorded.values())) or {},
+                           f"the first part ({found[0].name})")
+        df = pd.concat([_frame(t) for t in tables.values()], ignore_index=True)
     else:
         raise FileNotFoundError(f"no experiment results at {path}")
     keys = [k for k in keys if k in df.columns]

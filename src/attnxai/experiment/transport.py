@@ -23,7 +23,6 @@ the model from the same verified bytes.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import threading
@@ -37,6 +36,7 @@ import torch
 
 from ..checkpoint import MANIFEST, CheckpointError, checkpoint_files, from_files
 from ..devices import check_device
+from ..files import sha256 as _sha256
 from ..textmodel import Pretrained
 
 __all__ = ["DTYPES", "ModelBundle", "ModelRef", "install", "installed", "uninstall"]
@@ -45,10 +45,6 @@ __all__ = ["DTYPES", "ModelBundle", "ModelRef", "install", "installed", "uninsta
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 #: How many models one process keeps installed (least recently installed dropped first).
 MAX_INSTALLED = 4
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _here() -> str:

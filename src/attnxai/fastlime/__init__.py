@@ -16,7 +16,10 @@ the weighted R^2 ``score`` and ``local_pred``. lime's algorithm, from its source
 3. **Weights.** ``D = 100 * cosine_distance(z, 1)`` and ``w = sqrt(exp(-D^2 / width^2))``.
 4. **Fit** (:mod:`~attnxai.fastlime.ridge`). ``Ridge(alpha=1, fit_intercept=True)`` with
    ``sample_weight=w`` on all features; ``score`` is the weighted R^2 of that fit on the samples
-   and ``local_pred`` its prediction on sample 0.
+   and ``local_pred`` its prediction on sample 0. A weight depends on a mask only through its
+   number of kept features, so the normal equations are sums over those numbers of integer
+   co-occurrence counts (:mod:`~attnxai.fastlime.counts`: bit-packed rows and popcounts, exact)
+   instead of a dense ``(sqrt(W) X)^T (sqrt(W) X)``.
 
 **Exactness contract.** For the same ``random_state`` (an int, a ``RandomState``, advanced exactly
 as lime advances it, or ``None`` for numpy's global one), text and model, the masks are lime's
@@ -35,11 +38,12 @@ float64 projections (:mod:`~attnxai.fastlime.evaluate`, :mod:`attnxai.network`).
 and the classifier scores them in one call, as lime does. :attr:`LimeResult.path`,
 :attr:`LimeResult.reason` and :attr:`LimeResult.backend` say what ran.
 
-**Compiled loops.** lime's Fisher-Yates shuffles and the deletion sums run in numba
-(:mod:`~attnxai.fastlime.kernels`, ``@njit(cache=True)``); without numba (or with
-``ATTNXAI_NATIVE=0``) numpy code gives the same numbers, slower, with one warning. The Gram
-product ``X^T W X`` of the ridge is the floor of any exact LIME on all features;
-``benchmarks/bench_lime.py`` measures the whole explanation against it and against ``lime``.
+**Compiled loops.** lime's Fisher-Yates shuffles, the deletion and replacement sums and the
+co-occurrence counts run in numba (:mod:`~attnxai.fastlime.kernels`,
+:mod:`~attnxai.fastlime.counts`, ``@njit(cache=True)``); without numba (or with
+``ATTNXAI_NATIVE=0``) numpy code gives the same numbers, slower, with one warning.
+``benchmarks/bench_lime.py`` measures the whole explanation against ``lime``, stage by stage
+(sampling, the model's outputs, weights, normal equations, solve), and against its floor.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@
 ratio ``num / den`` of sums over its tokens of ``exp(score)`` and ``exp(score) * value``.
 
 * Replacement (``bow=False``): each position holds its word (``z = 1``) or UNK (``z = 0``), so per
-  head ``num`` and ``den`` are linear in the mask: one matrix product for all samples.
+  head ``num`` and ``den`` are sums of one of two terms per position, selected by the mask
+  (a compiled loop over positions, vectorised over samples:
+  :func:`attnxai.fastlime.kernels.replacement_sums`).
 * Deletion (``bow=True``): dropped words vanish and the kept tokens move up, token ``t`` landing at
   position ``1 + q``, ``q`` = the number of kept tokens before it. Its score still splits,
   ``exp(a[x_t] + b[1 + q]) = exp(a[x_t]) exp(b[1 + q])``, and the sums over the kept tokens are
@@ -34,7 +36,7 @@ class ReplaceEvaluator:
     """Logits (n,) of the explained class for bow=False masks (n, T): position t holds its word
     or UNK."""
 
-    def __init__(self, tab: DocumentTables):
+    def __init__(self, tab: DocumentTables, *, backend: str = "auto"):
         T = tab.T - 1                                    # words after [CLS]
         L = tab.max_len
         pos = slice(1, T + 1)
@@ -60,11 +62,11 @@ class ReplaceEvaluator:
         self.M1 = np.ascontiguousarray(np.concatenate([e1 * v1, e1], axis=1))
         self.M0 = np.ascontiguousarray(np.concatenate([e0 * v0, e0], axis=1))
         self.K = K
-        self.backend = "numpy"                           # matrix products: no compiled loop
+        self.backend_request, self.backend = backend, "not run yet"
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
-        zf = z.astype(np.float64, copy=False)
-        r = zf @ self.M1 + (1.0 - zf) @ self.M0
+        r, self.backend = kernels.replacement_sums(z, self.M1, self.M0,
+                                                   backend=self.backend_request)
         num = r[:, : self.K] + self.const_num
         den = r[:, self.K:] + self.const_den
         return (num / den).mean(axis=1)

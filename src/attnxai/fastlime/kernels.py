@@ -36,7 +36,7 @@ How exactness is guaranteed.
   ``a[k]*b[k] + a[K+k]*b[K+k]`` (and ``a[K+k]*b[k]``) in the order of the kept tokens, starting
   from 0.0 -- the very operations, in the same order, that :func:`delete_sums_numpy` does (its
   table holds those products and its sparse product adds rows ``1.0 * row`` in that order).
-  For speed the heads are taken in blocks of 4, 2 and 1 with the running sums in registers,
+  For speed the heads are taken in blocks of 6, 4, 2 and 1 with the running sums in registers,
   which changes no head's sequence of operations. numba compiles without ``fastmath``, so LLVM
   neither fuses multiply-adds nor reorders the sums (it may pack independent heads into one
   vector, which is exact element by element): the results are equal to the bit (tested with
@@ -64,8 +64,12 @@ __all__ = [
     "delete_sums_numpy",
     "delete_table",
     "deletion_sums",
+    "replace_sums",
+    "replace_sums_numpy",
+    "replacement_sums",
     "resolve",
     "sample_masks",
+    "sample_masks_sizes",
     "shuffle_masks",
     "shuffle_masks_numpy",
 ]
@@ -125,8 +129,8 @@ def shuffle_masks(key, pos, d, sizes, masks):
     * ``pos``: ``int``, 0..624, the position in ``key`` of the next word (``...["pos"]``).
     * ``d``: ``int``, the number of features, ``1 <= d < 2**31``.
     * ``sizes``: ``int64[n]``, how many features each sample drops (``1 <= sizes[k] <= d``).
-    * ``masks``: ``uint8[n, d]`` (or bool), pre-filled with 1; for each sample ``k`` the first
-      ``sizes[k]`` entries of its permutation of ``0..d-1`` are set to 0 in row ``k``.
+    * ``masks``: ``uint8[n, d]`` (or bool), written: row ``k`` is 0 at the first ``sizes[k]``
+      entries of sample ``k``'s permutation of ``0..d-1`` (the dropped features) and 1 elsewhere.
 
     Returns the new ``pos`` (``int``). For each sample ``k`` this is numpy's
     ``RandomState.permutation(d)`` (``shuffle(arange(d))``: ``i = d-1 .. 1``,
@@ -137,9 +141,18 @@ def shuffle_masks(key, pos, d, sizes, masks):
     ``random_interval(i)`` draws words, keeps their low bits (the smallest all-ones mask
     ``>= i``) and rejects values above ``i``: about 30 % of the draws, at random, so a loop that
     branches on acceptance mispredicts constantly. Here every draw takes the same path: a
-    rejected draw swaps position ``i`` with itself and does not move ``i`` on, and the mask is
-    halved when ``i`` falls below half of it (2.2x faster than the branching loop, the same
-    words consumed in the same order).
+    rejected draw swaps position ``i`` with itself and does not move ``i`` on (2.2x faster than
+    the branching loop, the same words consumed in the same order). The mask is constant while
+    ``i`` stays above half of it, so the draws run in one inner loop per mask, whose only chain
+    from one draw to the next is ``i``'s compare and subtract (3x faster than updating the mask
+    after every draw).
+
+    Only the steps ``i >= size`` move anything that matters: position ``i`` receives its final
+    value at step ``i`` (later steps touch positions below ``i`` only), so the values placed at
+    ``size .. d-1`` are the kept features, marked as they land, and the positions below ``size``
+    hold the dropped ones whatever the remaining steps do. Those steps only consume the stream:
+    their draws are made and tested (acceptance decides how many words each step takes) but
+    nothing is swapped.
     """
     buf = np.empty(_MT_N, dtype=np.uint32)
     _temper_all(key, buf)
@@ -151,28 +164,42 @@ def shuffle_masks(key, pos, d, sizes, masks):
     m0 |= m0 >> 16
     perm = np.empty(d, dtype=np.int32)
     for k in range(sizes.shape[0]):
-        for i in range(d):
-            perm[i] = i
-        i = np.uint32(d - 1)
-        m = np.uint32(m0)
-        while i >= 1:
-            while pos < _MT_N and i >= 1:
-                v = buf[pos] & m
+        row = masks[k]
+        for r in range(d):
+            perm[r] = r
+            row[r] = 0
+        i = np.int64(d - 1)
+        m = np.int64(m0)
+        stop = np.int64(max(sizes[k], 1))       # steps i >= stop place kept features
+        while i >= stop:
+            lo = max(stop - 1, m >> 1)          # within one mask: i > lo
+            while pos < _MT_N and i > lo:
+                v = np.int64(buf[pos] & np.uint32(m))
                 pos += 1
                 acc = v <= i
-                j = v if acc else i                     # rejected: swap i with itself
-                t = perm[i]
-                perm[i] = perm[j]
-                perm[j] = t
-                i -= np.uint32(acc)
-                m >>= np.uint32(i <= (m >> np.uint32(1)))   # the mask of the new i
-            if i >= 1:                                  # the 624 words are used up
+                j = v if acc else i                     # rejected: j = i, nothing moves
+                pj = perm[j]
+                perm[j] = perm[i]
+                row[pj] = row[pj] | acc                 # pj lands at position i: kept
+                i -= np.int64(acc)
+            if i == m >> 1:                             # i fell to half the mask: halve it
+                m >>= 1
+            elif pos == _MT_N and i >= stop:            # the 624 words are used up
                 _mt_twist(key)
                 _temper_all(key, buf)
                 pos = 0
-        row = masks[k]
-        for r in range(sizes[k]):
-            row[perm[r]] = 0
+        while i >= 1:                                   # the remaining steps: draws only
+            lo = m >> 1
+            while pos < _MT_N and i > lo:
+                v = np.int64(buf[pos] & np.uint32(m))
+                pos += 1
+                i -= np.int64(v <= i)
+            if i == lo:
+                m >>= 1
+            elif pos == _MT_N:
+                _mt_twist(key)
+                _temper_all(key, buf)
+                pos = 0
     return pos
 
 
@@ -227,12 +254,38 @@ def delete_sums(masks, word_index, A, B, out, counts):
             kept[m] = t
             m += np.int64(masks[i, word_index[t]] != 0)
         counts[i] = m
-        # Heads in blocks of 4, 2 and 1, each head's num and den summed in a local variable
+        # Heads in blocks of 6, 4, 2 and 1, each head's num and den summed in a local variable
         # (a register: LLVM may pack a block's into one vector, element-wise exact) over
         # q = 0 .. m-1 from 0.0 -- for every head the same additions in the same order,
         # whatever the block.
         k = 0
-        while k + 4 <= K:
+        while k + 6 <= K:                       # the paper's 6 heads in one pass
+            n0 = n1 = n2 = n3 = n4 = n5 = 0.0
+            d0 = d1 = d2 = d3 = d4 = d5 = 0.0
+            for q in range(m):
+                t = kept[q]
+                e0, e1, e2 = A[t, K + k], A[t, K + k + 1], A[t, K + k + 2]
+                e3, e4, e5 = A[t, K + k + 3], A[t, K + k + 4], A[t, K + k + 5]
+                b0, b1, b2 = B[q, k], B[q, k + 1], B[q, k + 2]
+                b3, b4, b5 = B[q, k + 3], B[q, k + 4], B[q, k + 5]
+                n0 += A[t, k] * b0 + e0 * B[q, K + k]
+                n1 += A[t, k + 1] * b1 + e1 * B[q, K + k + 1]
+                n2 += A[t, k + 2] * b2 + e2 * B[q, K + k + 2]
+                n3 += A[t, k + 3] * b3 + e3 * B[q, K + k + 3]
+                n4 += A[t, k + 4] * b4 + e4 * B[q, K + k + 4]
+                n5 += A[t, k + 5] * b5 + e5 * B[q, K + k + 5]
+                d0 += e0 * b0
+                d1 += e1 * b1
+                d2 += e2 * b2
+                d3 += e3 * b3
+                d4 += e4 * b4
+                d5 += e5 * b5
+            out[i, k], out[i, k + 1], out[i, k + 2] = n0, n1, n2
+            out[i, k + 3], out[i, k + 4], out[i, k + 5] = n3, n4, n5
+            out[i, K + k], out[i, K + k + 1], out[i, K + k + 2] = d0, d1, d2
+            out[i, K + k + 3], out[i, K + k + 4], out[i, K + k + 5] = d3, d4, d5
+            k += 6
+        if k + 4 <= K:
             n0 = n1 = n2 = n3 = 0.0
             d0 = d1 = d2 = d3 = 0.0
             for q in range(m):
@@ -274,6 +327,71 @@ def delete_sums(masks, word_index, A, B, out, counts):
                 d0 += e0 * b0
             out[i, k] = n0
             out[i, K + k] = d0
+
+
+@jit()
+def replace_sums(masks, M1, M0, out):
+    """Replacement sums (``bow=False``): ``out[i] = sum_t (M1[t] if masks[i, t] else M0[t])``.
+
+    Arguments: ``masks`` ``uint8[n, T]`` (nonzero = the word kept at position ``t``), ``M1`` and
+    ``M0`` ``float64[T, C]`` (a position's terms with its word and with UNK), ``out``
+    ``float64[n, C]``, written. Each sum runs over ``t = 0 .. T-1`` in order from 0.0. The samples
+    are taken 256 at a time, transposed, so that the innermost loop runs over samples: one select
+    and one add per sample, which the compiler vectorises (element-wise, exact); kept and replaced
+    terms are selected, never subtracted (see :class:`~attnxai.fastlime.evaluate.ReplaceEvaluator`).
+    Returns nothing."""
+    n, T = masks.shape
+    C = M1.shape[1]
+    block = 256
+    zt = np.empty((T, block), dtype=np.uint8)
+    acc = np.empty((C, block))
+    for i0 in range(0, n, block):
+        nb = min(block, n - i0)
+        for ii in range(nb):
+            for t in range(T):
+                zt[t, ii] = masks[i0 + ii, t]
+        acc[:, :] = 0.0
+        for t in range(T):
+            z = zt[t]
+            for c in range(C):
+                m1 = M1[t, c]
+                m0 = M0[t, c]
+                a = acc[c]
+                for ii in range(nb):
+                    a[ii] += m1 if z[ii] != 0 else m0
+        for ii in range(nb):
+            for c in range(C):
+                out[i0 + ii, c] = acc[c, ii]
+
+
+def replace_sums_numpy(masks: np.ndarray, M1: np.ndarray, M0: np.ndarray) -> np.ndarray:
+    """The numpy twin of :func:`replace_sums`: ``(n, C)``, the same additions in the same order
+    (one position at a time over all samples), so equal to the bit."""
+    z = np.asarray(masks) != 0
+    out = np.zeros((z.shape[0], M1.shape[1]))
+    for t in range(z.shape[1]):
+        out += np.where(z[:, t, None], M1[t], M0[t])
+    return out
+
+
+def replacement_sums(masks: np.ndarray, M1: np.ndarray, M0: np.ndarray, *,
+                     backend: str = "auto") -> tuple[np.ndarray, str]:
+    """Per-sample replacement sums (:func:`replace_sums`): ``(out (n, C), backend used)``;
+    ``masks`` (n, T) bool or uint8, ``M1``, ``M0`` (T, C) float64."""
+    masks = np.asarray(masks)
+    M1 = np.ascontiguousarray(M1, dtype=np.float64)
+    M0 = np.ascontiguousarray(M0, dtype=np.float64)
+    if masks.ndim != 2 or M1.shape != M0.shape or M1.ndim != 2 or M1.shape[0] != masks.shape[1]:
+        raise ValueError(f"expected masks (n, T) and M1, M0 (T, C), got masks {masks.shape}, "
+                         f"M1 {M1.shape}, M0 {M0.shape}")
+    if resolve(backend) == "numba":
+        z = np.ascontiguousarray(masks)
+        if z.dtype != np.uint8:
+            z = (z if z.dtype == bool else z != 0).view(np.uint8)
+        out = np.empty((len(z), M1.shape[1]))
+        replace_sums(z, M1, M0, out)
+        return out, "numba"
+    return replace_sums_numpy(masks, M1, M0), "numpy"
 
 
 def delete_table(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -376,25 +494,34 @@ def sample_masks(d: int, num_samples: int, rs: np.random.RandomState,
     ``rs`` on an MT19937 bit generator (every ``RandomState(seed)``) and ``d < 2**31``; other
     cases take the numpy path whatever ``backend`` says (the returned name tells).
     """
+    use = resolve(backend)                      # here, so that a warning names the caller
+    masks, _, used = sample_masks_sizes(d, num_samples, rs, use)
+    return masks, used
+
+
+def sample_masks_sizes(d: int, num_samples: int, rs: np.random.RandomState,
+                       backend: str = "auto") -> tuple[np.ndarray, np.ndarray, str]:
+    """:func:`sample_masks` and lime's drawn sizes: ``(masks, sizes (num_samples - 1,) int64,
+    backend used)``, ``sizes[i]`` the number of features dropped in row ``i + 1``."""
     if not isinstance(rs, np.random.RandomState):
         raise TypeError(f"rs must be a numpy.random.RandomState, got {type(rs).__name__}")
     use = resolve(backend)
-    sizes = rs.randint(1, d + 1, num_samples - 1)
+    sizes = np.ascontiguousarray(rs.randint(1, d + 1, num_samples - 1), dtype=np.int64)
     n = len(sizes)
-    masks = np.ones((num_samples, d), dtype=bool)
+    masks = np.empty((num_samples, d), dtype=bool)
+    masks[0] = True
     if use == "numba":
         state = rs.get_state(legacy=False)
         if state["bit_generator"] == "MT19937" and d < 2**31:
             key = np.array(state["state"]["key"], dtype=np.uint32)   # a copy, advanced in place
-            pos = shuffle_masks(key, int(state["state"]["pos"]), int(d),
-                                np.ascontiguousarray(sizes, dtype=np.int64),
+            pos = shuffle_masks(key, int(state["state"]["pos"]), int(d), sizes,
                                 masks[1:].view(np.uint8))
             state["state"] = {"key": key, "pos": int(pos)}
             rs.set_state(state)
-            return masks, "numba"
+            return masks, sizes, "numba"
     if n:
         masks[1:] = shuffle_masks_numpy(rs, d, sizes)
-    return masks, "numpy"
+    return masks, sizes, "numpy"
 
 
 def deletion_sums(masks: np.ndarray, word_index: np.ndarray, A: np.ndarray, B: np.ndarray, *,

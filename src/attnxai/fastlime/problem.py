@@ -19,8 +19,9 @@ from ..text import tokenize
 from ..threads import one_blas_thread
 from .evaluate import MAX_SCORE_RANGE, DeleteEvaluator, ReplaceEvaluator
 from .result import LimeResult
-from .ridge import weighted_ridge
-from .sampling import BACKENDS, NarrowKernelWarning, kernel_weights, narrow_kernel_note, sample_masks
+from .counts import normal_equations
+from .ridge import solve_moments
+from .sampling import BACKENDS, NarrowKernelWarning, count_weights, draw, narrow_kernel_note
 
 __all__ = ["PATHS", "Problem", "check_mask_string", "check_memory", "fast_path_reason",
            "is_normalized", "lime_features", "sample_bytes"]
@@ -172,7 +173,7 @@ class Problem:
             self.evaluator: Any = DeleteEvaluator(tab, word_index, backend=self.backend)
         else:
             self.words = list(tokens)
-            self.evaluator = ReplaceEvaluator(tab)
+            self.evaluator = ReplaceEvaluator(tab, backend=self.backend)
         if self.evaluator.ok:
             self.prediction = tab.logits
         elif path == "fast":
@@ -209,19 +210,20 @@ class Problem:
     def run(self, num_samples: int, kernel_width: float, random_state: Any,
             keep_data: bool) -> LimeResult:
         self.check_budget(num_samples)
-        masks, backend = sample_masks(len(self.words), num_samples, random_state,
-                                      backend=self.backend)
-        # The Gram product and the solve are small: one BLAS thread, so that a busy second core
+        d = len(self.words)
+        masks, kept, backend = draw(d, num_samples, validate.random_state(random_state),
+                                    self.backend)
+        # The products and the solve are small: one BLAS thread, so that a busy second core
         # cannot make them wait (a 2-thread BLAS on a shared machine was 10x slower).
         with one_blas_thread():
-            w = kernel_weights(masks, kernel_width)
+            w = count_weights(kept, d, kernel_width)
             note = narrow_kernel_note(w, masks, kernel_width)
             if note:
                 warnings.warn(note, NarrowKernelWarning, stacklevel=stacklevel())
             y, prediction = self.labels(masks)
-            coef, intercept, score, local_pred = weighted_ridge(masks, y, w, 1.0,
-                                                                chunk_size=self.chunk_size)
-        if self.path == "fast" and self.bow:
+            gram, xtw, xtwy, _ = normal_equations(masks, kept, y, w, backend=self.backend)
+            coef, intercept, score, local_pred = solve_moments(gram, xtw, xtwy, y, w, masks[0])
+        if self.path == "fast":
             backend = self.evaluator.backend if backend == "numba" else backend
         return LimeResult(words=list(self.words), coef=coef, intercept=intercept, score=score,
                           local_pred=local_pred, prediction=np.asarray(prediction),

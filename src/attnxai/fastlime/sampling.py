@@ -12,8 +12,8 @@ import numpy as np
 from .. import budget, validate
 from . import kernels
 
-__all__ = ["BACKENDS", "NarrowKernelWarning", "kernel_weights", "narrow_kernel_note",
-           "sample_masks"]
+__all__ = ["BACKENDS", "NarrowKernelWarning", "count_weights", "kernel_weights",
+           "narrow_kernel_note", "sample", "sample_masks"]
 
 
 class NarrowKernelWarning(UserWarning):
@@ -36,13 +36,32 @@ def sample_masks(d: int, num_samples: int, random_state: Any = None, *,
     ``"numpy"`` calls ``RandomState.shuffle`` row by row; ``"auto"`` uses numba when installed
     (bit-identical results, tested).
     """
+    masks, _, used = sample(d, num_samples, random_state, backend=backend)
+    return masks, used
+
+
+def sample(d: int, num_samples: int, random_state: Any = None, *,
+           backend: str = "auto") -> tuple[np.ndarray, np.ndarray, str]:
+    """:func:`sample_masks` and each mask's number of kept features: ``(masks (num_samples, d)
+    bool, kept (num_samples,) int64, backend used)``, ``kept = d - `` lime's drawn size (``d`` for
+    row 0), so nobody counts the masks again."""
     d = validate.positive_int(d, "d")
     num_samples = validate.num_samples(num_samples)
     validate.choice(backend, "backend", BACKENDS)
     budget.check(num_samples * (d + 24), f"{num_samples} lime masks of {d} features",
                  "lower num_samples, or raise the budget")
-    rs = validate.random_state(random_state)
-    return kernels.sample_masks(d, num_samples, rs, backend=backend)
+    return draw(d, num_samples, validate.random_state(random_state), backend)
+
+
+def draw(d: int, num_samples: int, rs: np.random.RandomState,
+         backend: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """:func:`sample` for checked arguments (a caller that has checked the memory budget for
+    more than the masks, as :class:`~attnxai.fastlime.problem.Problem` does)."""
+    masks, sizes, used = kernels.sample_masks_sizes(d, num_samples, rs, backend=backend)
+    kept = np.empty(num_samples, dtype=np.int64)
+    kept[0] = d
+    np.subtract(d, sizes, out=kept[1:])
+    return masks, kept, used
 
 
 @functools.lru_cache(maxsize=512)
@@ -66,10 +85,15 @@ def _cosine_distance_by_count(d: int) -> np.ndarray:
 def kernel_weights(masks: np.ndarray, kernel_width: float) -> np.ndarray:
     """lime's sample weights ``sqrt(exp(-D^2 / width^2))``, ``D = 100 * cosine distance to row 0``
     (which must be all ones, as lime's is): (num_samples,)."""
-    kernel_width = validate.kernel_width(kernel_width)
-    d = masks.shape[1]
     kept = masks.view(np.uint8).sum(axis=1, dtype=np.int64) if masks.dtype == bool \
         else np.count_nonzero(masks, axis=1)
+    return count_weights(kept, masks.shape[1], kernel_width)
+
+
+def count_weights(kept: np.ndarray, d: int, kernel_width: float) -> np.ndarray:
+    """:func:`kernel_weights` of masks of ``d`` features from their rows' numbers of kept
+    features ``kept`` (n,) (what lime's distance depends on): (n,), the same floats."""
+    kernel_width = validate.kernel_width(kernel_width)
     dist = _cosine_distance_by_count(d)[kept]
     # width * width, not width ** 2: the same float (both correctly rounded), but inf instead of
     # an OverflowError beyond 1.3e154, where every weight is 1 (lime itself raises there)

@@ -25,9 +25,14 @@ For one document (``[CLS]`` first), in lime's feature order:
       ``"mean"``.
 
     Defaults (``law=None``, ``positions=None``): deletion of distinct words, ``law="lime"`` (exact);
-    deletion with repeated words, ``law="discrete"``, ``positions="binomial"`` (approximate:
-    chapter 6 maps its error); replacement, ``law="discrete"``, the book's original limit (one
-    product over features per node, a few milliseconds; ``law="lime"`` removes its ``O(1/d)``).
+    deletion with repeated words, lime's law by the exact route (every configuration of the
+    repeated words, :mod:`~attnxai.theory.deletion_routes`) when its cost fits ``budget``, else
+    ``law="discrete"``, ``positions="binomial"`` (approximate, with a warning quoting its measured
+    error; ``positions="sampled"`` gives a certified estimate to ``tol`` instead, whose standard
+    error :func:`attnxai.theory.deletion_game` reports; ``positions="tokens"`` is the chain over
+    tokens, each occurrence its own feature); replacement, ``law="discrete"``, the book's original
+    limit (one product over features per node, a few milliseconds; ``law="lime"`` removes its
+    ``O(1/d)``).
 
     **Approximations say so.** When the defaults answer with an approximation (the two cases
     above that are not exact), :func:`lime_limit` and :func:`lime_limit_heads` warn with a
@@ -53,6 +58,8 @@ import numpy as np
 from .. import validate
 from ..textmodel import Pretrained
 from ..model import AttentionClassifier
+from .deletion_routes import (DEFAULT_BUDGET, DEFAULT_TOL, binomial_error_text, deletion_values,
+                              exact_cost)
 from .lime_chain import chain_gammas, solve_sigma
 from .lime_formula import lime_paper
 from .lime_independent import EXPECTATION_METHODS, POSITIONS, Effects, profile_effects
@@ -91,11 +98,11 @@ def _warn_approximation(removal: str, law: str, positions: str, given: bool) -> 
         return
     if removal == "delete" and positions == "binomial":
         name, what = "binomial positions", (
-            "a word of this document repeats, and under deletion (bow=True) no closed form is "
-            "exact: the answer is the binomial-position approximation "
-            "(attnxai.theory.lime_binomial)")
-        exact = ("attnxai.theory.lime_exhaustive.exact_limit, by enumeration, for a document of "
-                 "at most 20 distinct words")
+            "a word of this document repeats, and under deletion (bow=True) the exact route "
+            "(every configuration of the repeated words) costs more than its budget: the answer "
+            "is the binomial-position approximation (attnxai.theory.lime_binomial)")
+        exact = ("positions='exact' (any cost) or positions='sampled' (a certified estimate to "
+                 "tol; attnxai.theory.deletion_game gives its standard error)")
     elif removal == "replace":
         name, what = "independent removal", (
             "under replacement (bow=False) the default is independent removal at each kept "
@@ -104,29 +111,29 @@ def _warn_approximation(removal: str, law: str, positions: str, given: bool) -> 
     else:
         return
     med, top = MEASURED_ERRORS[name]
-    warnings.warn(f"{what}; measured against the exact limit on random models, its relative "
-                  f"error (norm 2) had median {med:.0%} and reached {top:.0%}. Exact: {exact}; passing "
-                  "law= or positions= chooses the approximation without this warning",
+    measured = (binomial_error_text("LIME") if name == "binomial positions" else
+                f"measured against the exact limit on random models, its relative error (norm 2) "
+                f"had median {med:.1%} and reached {top:.0%}")
+    warnings.warn(f"{what}; {measured}. Exact: {exact}; passing law= or positions= chooses the "
+                  "approximation without this warning",
                   LimitApproximationWarning, stacklevel=stacklevel())
 
 
 def _settings(model, ids, bow, kernel_width, target, features, law, positions, method, n_nodes,
-              lambda_step, ksub):
+              lambda_step, ksub, budget=DEFAULT_BUDGET):
     model, arr, feats = resolve(model, ids, bow, features)
     bow = validate.bow(bow)
     nu = validate.kernel_width(kernel_width, allow_inf=True)
-    distinct = all(np.asarray(f).size == 1 for f in feats)
-    if positions is None:
-        positions = "exact" if (distinct or law == "lime") else "binomial"
-    validate.choice(positions, "positions", POSITIONS)
     validate.choice(method, "method", EXPECTATION_METHODS)
+    positions = _positions(feats, arr.size, bow, law, positions, method, budget)
     if law is None:
-        law = "lime" if bow and positions == "exact" and method == "integral" else "discrete"
+        law = "lime" if bow and positions in ("exact", "sampled", "tokens") and method == "integral" \
+            else "discrete"
     validate.choice(law, "law", LAWS)
     if law == "lime" and method != "integral":
         raise ValueError("law='lime' (the exact chain) has no mean-field version: use "
                          "law='discrete' with method='meanfield'")
-    if law == "lime" and positions != "exact":
+    if law == "lime" and positions not in ("exact", "sampled", "tokens"):
         raise ValueError("law='lime' follows the positions exactly (the chain): use "
                          "law='discrete' with positions='binomial' or 'mean'")
     if not (isinstance(lambda_step, (int, float)) and not isinstance(lambda_step, bool)
@@ -144,6 +151,28 @@ def _settings(model, ids, bow, kernel_width, target, features, law, positions, m
     return tb, feats, removal, nu, law, positions, n_nodes, ksub
 
 
+def _positions(feats, T, bow, law, positions, method, budget) -> str:
+    """The positions deletion follows. With a repeated word: ``"exact"`` (every configuration of
+    the repeated words, :mod:`~attnxai.theory.deletion_routes`) or ``"sampled"`` (its certified
+    estimate), lime's law only; ``"tokens"`` (each occurrence its own feature: the chain over
+    tokens, the old meaning of "exact" there), ``"binomial"``, ``"mean"``. Default: exact when
+    its cost fits ``budget``, else the binomial positions (lime's law asked: the tokens)."""
+    repeats = validate.bow(bow) and not all(np.asarray(f).size == 1 for f in feats)
+    if positions is None:
+        if not repeats:
+            return "exact"
+        if law in (None, "lime") and method == "integral" and exact_cost(feats, T) <= budget:
+            return "exact"
+        return "tokens" if law == "lime" else "binomial"
+    validate.choice(positions, "positions", POSITIONS + ("sampled", "tokens"))
+    if not repeats and positions in ("sampled", "tokens"):
+        return "exact"                     # distinct words (or replacement): one configuration
+    if repeats and positions in ("exact", "sampled") and law not in (None, "lime"):
+        raise ValueError(f"positions={positions!r} with a repeated word follows lime's own law "
+                         "(law='lime'); independent removal over the tokens is positions='tokens'")
+    return positions
+
+
 def _word_sums(beta_tokens: np.ndarray, feats: list[np.ndarray]) -> np.ndarray:
     """Columns per token (1..T-1) -> columns per feature (sum over its tokens, in token order)."""
     if all(f.size == 1 for f in feats):
@@ -155,19 +184,21 @@ def _word_sums(beta_tokens: np.ndarray, feats: list[np.ndarray]) -> np.ndarray:
 def lime_limit_heads_by_width(model: AttentionClassifier | Pretrained, ids, kernel_widths, *,
                       bow: bool = True, target: int = 1, features=None, law: str | None = None,
                       positions: str | None = None, method: str = "integral", n_nodes: int = 25,
-                      lambda_step: float = 0.7, ksub: int = 1) -> dict[float, np.ndarray]:
+                      lambda_step: float = 0.7, ksub: int = 1, tol: float = DEFAULT_TOL,
+                      budget: float = DEFAULT_BUDGET, seed: int = 0) -> dict[float, np.ndarray]:
     """:func:`lime_limit_heads` for several kernel widths at once: ``{width: (K, d)}``. The
     profile laws' effects are computed once (their nodes in ``p`` do not depend on the width: only
     the weights folding them do); lime's law (the chain) runs once per width."""
     out = _heads_by_width(model, ids, kernel_widths, bow=bow, target=target, features=features,
                           law=law, positions=positions, method=method, n_nodes=n_nodes,
-                          lambda_step=lambda_step, ksub=ksub)
+                          lambda_step=lambda_step, ksub=ksub,
+                          route_kw={"tol": tol, "budget": budget, "seed": seed})
     out.pop("_chosen")
     return out
 
 
 def _heads_by_width(model, ids, kernel_widths, *, bow, target, features, law, positions, method,
-                    n_nodes, lambda_step, ksub) -> dict:
+                    n_nodes, lambda_step, ksub, route_kw=None) -> dict:
     """:func:`lime_limit_heads_by_width`'s answer, plus ``"_chosen"``: (removal, law,
     positions) as resolved from the defaults."""
     widths = [validate.kernel_width(w, allow_inf=True) for w in kernel_widths]
@@ -175,8 +206,16 @@ def _heads_by_width(model, ids, kernel_widths, *, bow, target, features, law, po
         raise ValueError("give at least one kernel width")
     tb, feats, removal, _, law, positions, n_nodes, ksub = _settings(
         model, ids, bow, widths[0], target, features, law, positions, method, n_nodes,
-        lambda_step, ksub)
+        lambda_step, ksub, (route_kw or {}).get("budget", DEFAULT_BUDGET))
     out: dict = {"_chosen": (removal, law, positions)}
+    repeats = removal == "delete" and not all(np.asarray(f).size == 1 for f in feats)
+    if repeats and positions in ("exact", "sampled"):
+        for nu in widths:
+            out[nu] = deletion_values(tb, feats, "lime", kernel_width=nu, route=positions,
+                                      ksub=max(ksub, 2) if positions == "exact" else ksub,
+                                      **(route_kw or {})).heads
+        return out
+    positions = "exact" if positions == "tokens" else positions     # the old token chain
     if law == "lime":
         for nu in widths:
             beta = solve_sigma(chain_gammas(tb, feats, removal, nu, ksub), nu)
@@ -202,13 +241,15 @@ def lime_limit_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool 
                      kernel_width: float = DEFAULT_KERNEL_WIDTH, target: int = 1, features=None,
                      law: str | None = None, positions: str | None = None,
                      method: str = "integral", n_nodes: int = 25, lambda_step: float = 0.7,
-                     ksub: int = 1) -> np.ndarray:
+                     ksub: int = 1, tol: float = DEFAULT_TOL, budget: float = DEFAULT_BUDGET,
+                     seed: int = 0) -> np.ndarray:
     """:func:`lime_limit` of each head's own output ``W_l^(i) v~^(i)``: (K, d). Their mean over
     heads is :func:`lime_limit` of ``f`` (LIME's limit is linear in the explained function)."""
     nu = validate.kernel_width(kernel_width, allow_inf=True)
     out = _heads_by_width(model, ids, [nu], bow=bow, target=target, features=features, law=law,
                           positions=positions, method=method, n_nodes=n_nodes,
-                          lambda_step=lambda_step, ksub=ksub)
+                          lambda_step=lambda_step, ksub=ksub,
+                          route_kw={"tol": tol, "budget": budget, "seed": seed})
     removal, chosen_law, chosen_positions = out.pop("_chosen")
     _warn_approximation(removal, chosen_law, chosen_positions,
                         law is not None or positions is not None or method != "integral")
@@ -218,7 +259,9 @@ def lime_limit_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool 
 def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
                kernel_width: float = DEFAULT_KERNEL_WIDTH, target: int = 1, features=None,
                law: str | None = None, positions: str | None = None, method: str = "integral",
-               n_nodes: int = 25, lambda_step: float = 0.7, ksub: int = 1) -> np.ndarray:
+               n_nodes: int = 25, lambda_step: float = 0.7, ksub: int = 1,
+               tol: float = DEFAULT_TOL, budget: float = DEFAULT_BUDGET,
+               seed: int = 0) -> np.ndarray:
     """LIME's large-sample coefficients for the attention classifier (module docstring).
 
     Inputs as :func:`attnxai.fastlime.explain_instance`: ``lime_limit(pre, text)`` (a text in
@@ -251,7 +294,8 @@ def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True
     """
     return lime_limit_heads(model, ids, bow=bow, kernel_width=kernel_width, target=target,
                             features=features, law=law, positions=positions, method=method,
-                            n_nodes=n_nodes, lambda_step=lambda_step, ksub=ksub).mean(axis=0)
+                            n_nodes=n_nodes, lambda_step=lambda_step, ksub=ksub, tol=tol,
+                            budget=budget, seed=seed).mean(axis=0)
 
 
 def conditional_effects(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
@@ -268,6 +312,7 @@ def conditional_effects(model: AttentionClassifier | Pretrained, ids, *, bow: bo
     tb, feats, removal, nu, law, positions, n_nodes, ksub = _settings(
         model, ids, bow, kernel_width, target, features, law, positions, method, n_nodes,
         lambda_step, ksub)
+    positions = "exact" if positions == "tokens" else positions
     tokens = removal == "delete" and positions == "exact" and method == "integral"
     pw = profile_weights(tb.T - 1 if tokens else len(feats), nu, law, n_nodes)
     delta, phi = profile_effects(tb, feats, removal, pw.nodes, positions=positions, method=method,

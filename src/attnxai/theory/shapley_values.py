@@ -52,9 +52,12 @@ expectation at 1, ~5e-12 at 2, ~1e-15 at 3; LIME's profile rule stops at ~1e-10)
   ``d = 50``; on 255-token reviews of the trained model within about 1e-10 (relative, norm 2) of
   the chain with ``ksub=3``, at about the cost of LIME's limit;
 * deletion with distinct words: ``"chain"`` with ``ksub=2``;
-* deletion with a repeated word: ``"gauss"``, binomial positions, 40 nodes and ``ksub=1``: within
-  a few 1e-6 of 128 nodes; the binomial approximation itself is what limits it (chapter 9
-  measures it against enumeration and against shap's permutation estimates).
+* deletion with a repeated word: the exact route (every configuration of the repeated words,
+  :mod:`~attnxai.theory.deletion_routes`, ``ksub=2``) when its cost fits ``budget``; beyond it,
+  ``"gauss"`` with the binomial positions, 40 nodes and ``ksub=1`` (within a few 1e-6 of 128
+  nodes; the approximation itself is what limits it: :data:`MEASURED_ERRORS`), with a warning;
+  ``positions="sampled"``: the certified estimate to ``tol``
+  (:func:`attnxai.theory.deletion_game` reports its standard error).
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ from .. import validate
 from ..model import AttentionClassifier
 from ..textmodel import Pretrained
 from ..threads import one_blas_thread
+from .deletion_routes import (BINOMIAL_ERRORS, DEFAULT_BUDGET, DEFAULT_TOL, binomial_error_text,
+                              deletion_values, exact_cost, size_weights)
 from .lime_chain import chain_profile, chain_sums, replace_terms
 from .lime_binomial import binomial_effects
 from .lime_inputs import Tables, feature_owner, resolve, tables
@@ -89,15 +94,17 @@ DEFAULT_NODES = {"replace": 25, "delete": 40}
 #: lambda_rule_doubling`): 2 for the exact routes (relative error ~5e-12 per expectation), 1 for
 #: the binomial positions (an approximation whose own error is far larger than ksub=1's ~1e-5).
 DEFAULT_KSUB = {"exact": 2, "binomial": 1}
-#: The binomial positions' error (deletion with a repeated word) against enumeration of all
-#: coalitions, ``|approx - exact| / |exact|`` (norm 2), median and largest, on the beginnings of
-#: the paper model's test reviews (``book/data/shapley_exactness.csv``, made by
-#: ``book/data/make_shapley_peers.py``; ``tests/test_theory_shapley.py`` checks these against it).
-#: "curves": the effects at any ``p``, whose integral (Shapley) is the measured summary.
-MEASURED_ERRORS = {"Shapley": (0.014, 0.021), "Banzhaf": (0.022, 0.042)}
-MEASURED_ERRORS["curves"] = MEASURED_ERRORS["Shapley"]
-#: The positions of deletion :func:`shapley` follows (the chain's exact law; binomial).
-GAME_POSITIONS = ("exact", "binomial")
+#: The binomial positions' error (deletion with a repeated word) against the exact route, by
+#: population: :data:`attnxai.theory.deletion_routes.BINOMIAL_ERRORS` ("curves": the effects at
+#: any ``p``, whose integral, Shapley, is the measured summary).
+MEASURED_ERRORS = {"Shapley": BINOMIAL_ERRORS["Shapley"], "Banzhaf": BINOMIAL_ERRORS["Banzhaf"],
+                   "curves": BINOMIAL_ERRORS["Shapley"]}
+#: The positions of deletion :func:`shapley` follows: ``"exact"`` (distinct words: the chain;
+#: a repeated word: every configuration of the repeated words,
+#: :mod:`~attnxai.theory.deletion_routes`), ``"sampled"`` (its certified estimate),
+#: ``"binomial"`` (the approximation), ``"tokens"`` (each occurrence its own player, summed per
+#: word: the tokens' game, not the words').
+GAME_POSITIONS = ("exact", "sampled", "binomial", "tokens")
 
 
 # ---------------------------------------------------------------------- quadrature and weights
@@ -117,18 +124,6 @@ def _gauss_nodes(n: int) -> tuple[np.ndarray, np.ndarray]:
     x.flags.writeable = False
     w.flags.writeable = False
     return x, w
-
-
-def size_weights(n: int) -> np.ndarray:
-    """The chain's weights of the coalition sizes ``m = 0..n`` for the Shapley value:
-    ``omega_m = n / (m (n - m))`` for ``0 < m < n``, ``omega_n = 1/n``, ``omega_0 = 0`` (module
-    docstring). (n + 1,) float64."""
-    n = validate.positive_int(n, "n")
-    om = np.zeros(n + 1)
-    m = np.arange(1, n, dtype=float)
-    om[1:n] = n / (m * (n - m))
-    om[n] = 1.0 / n
-    return om
 
 
 def lime_weight(p, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndarray:
@@ -177,21 +172,40 @@ class _Game:
     removal: str
     positions: str
     distinct: bool
+    route: dict = field(default_factory=dict)
+
+    @property
+    def repeats(self) -> bool:
+        """Deletion with a repeated word by the configurations' route (exact or sampled)."""
+        return (self.removal == "delete" and not self.distinct
+                and self.positions in ("exact", "sampled"))
+
+    def values(self, value: str, **kw) -> np.ndarray:
+        """(K, ...) heads of :func:`~attnxai.theory.deletion_routes.deletion_values`."""
+        return deletion_values(self.tb, self.feats, value, route=self.positions,
+                               **self.route, **kw).heads
 
 
-def _game(model, ids, bow, target, features, positions, value: str) -> _Game:
+def _game(model, ids, bow, target, features, positions, value: str, route=None) -> _Game:
     model, arr, feats = resolve(model, ids, bow, features)
     removal = "delete" if validate.bow(bow) else "replace"
     distinct = all(np.asarray(f).size == 1 for f in feats)
+    route = dict(route or {})
     if positions is None:
-        positions = "exact" if (removal == "replace" or distinct) else "binomial"
-        if positions == "binomial":
+        positions = "exact"
+        if removal == "delete" and not distinct and exact_cost(feats, arr.size) > route.get(
+                "budget", DEFAULT_BUDGET):
+            positions = "binomial"
             _warn_binomial(value)
     validate.choice(positions, "positions", GAME_POSITIONS)
+    if removal == "replace" or distinct:
+        positions = "exact"                    # one configuration: every route is the chain
+    elif positions == "tokens":
+        positions = "tokens"
     if removal == "delete" and model.padding == "unk":
         raise NotImplementedError("deletion with padding='unk' (the authors' UNK padding) moves "
                                   "the padding too; use bow=False or a masked model")
-    return _Game(tables(model, arr, target), feats, removal, positions, distinct)
+    return _Game(tables(model, arr, target), feats, removal, positions, distinct, route)
 
 
 def _warn_binomial(value: str) -> None:
@@ -203,15 +217,13 @@ def _warn_binomial(value: str) -> None:
     from ..errors import stacklevel
     from .lime_attention import LimitApproximationWarning
 
-    med, top = MEASURED_ERRORS[value]
     warnings.warn(
-        f"a word of this document repeats, and under deletion (bow=True) no closed form of the "
-        f"{value} values is exact: the answer uses the binomial-position approximation "
-        f"(attnxai.theory.lime_binomial); measured against all 2^d coalitions on the beginnings of "
-        f"trained reviews (chapter 9), its relative error (norm 2) had median {med:.1%} and reached "
-        f"{top:.1%}. Exact: bow=False (replacement), or enumeration "
-        f"(attnxai.theory.shapley_exhaustive) for a short text; passing positions='binomial' "
-        f"chooses the approximation without this warning",
+        f"a word of this document repeats, and under deletion (bow=True) the exact route of the "
+        f"{value} values (every configuration of the repeated words) costs more than its budget: "
+        f"the answer uses the binomial-position approximation (attnxai.theory.lime_binomial); "
+        f"{binomial_error_text('Shapley' if value == 'curves' else value)}. Exact: positions='exact' (any cost); a certified "
+        f"estimate: positions='sampled' (attnxai.theory.deletion_game gives its standard "
+        f"error); passing positions='binomial' chooses the approximation without this warning",
         LimitApproximationWarning, stacklevel=stacklevel())
 
 
@@ -257,7 +269,7 @@ def _chain_shapley(g: _Game, ksub: int) -> np.ndarray:
     full, empty = endpoint_values(g.tb, g.removal)
     cols = on[:, 1:]
     phi = cols - cols.mean(axis=1, keepdims=True) + ((full - empty) / n)[:, None]
-    if g.removal == "delete" and not g.distinct:   # the tokens' game, summed per word
+    if g.removal == "delete" and not g.distinct:   # positions="tokens": the tokens' game, per word
         return _word_sums(phi, g.feats)
     return phi
 
@@ -286,7 +298,7 @@ def _effects(g: _Game, nodes: np.ndarray, ksub: int) -> tuple[np.ndarray, np.nda
     nodes = np.ascontiguousarray(nodes, dtype=float)
     if g.removal == "replace":
         return _replace_effects(g.tb, g.feats, nodes, ksub)
-    if g.positions == "exact":
+    if g.positions in ("exact", "tokens"):
         delta, phi = chain_profile(g.tb, nodes, ksub)               # one column per token
         if not g.distinct:
             delta = np.stack([_word_sums(delta[:, i], g.feats) for i in range(nodes.size)],
@@ -297,9 +309,10 @@ def _effects(g: _Game, nodes: np.ndarray, ksub: int) -> tuple[np.ndarray, np.nda
 
 def _defaults(g: _Game, method, n_nodes, ksub):
     if method is None:
-        method = "chain" if (g.removal == "delete" and g.positions == "exact") else "gauss"
+        method = "chain" if (g.removal == "delete" and g.positions in ("exact", "tokens")) \
+            else "gauss"
     validate.choice(method, "method", SHAPLEY_METHODS)
-    if method == "chain" and g.removal == "delete" and g.positions != "exact":
+    if method == "chain" and g.removal == "delete" and g.positions == "binomial":
         raise ValueError(f"method='chain' follows the positions exactly: positions="
                          f"{g.positions!r} needs method='gauss'")
     d = len(g.feats)
@@ -309,17 +322,24 @@ def _defaults(g: _Game, method, n_nodes, ksub):
     n_nodes = validate.positive_int(n_nodes, "n_nodes")
     if ksub is None:
         ksub = DEFAULT_KSUB["binomial" if g.positions == "binomial" else "exact"]
+        if g.positions == "sampled":
+            ksub = 1          # the lambda rule's ~1e-5 is below any tolerance the samples reach
     return method, n_nodes, validate.positive_int(ksub, "ksub")
 
 
 # ---------------------------------------------------------------------- public
 def shapley_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
                   target: int = 1, features=None, positions: str | None = None,
-                  method: str | None = None, n_nodes: int | None = None, ksub: int | None = None) -> np.ndarray:
+                  method: str | None = None, n_nodes: int | None = None, ksub: int | None = None,
+                  tol: float = DEFAULT_TOL, budget: float = DEFAULT_BUDGET,
+                  seed: int = 0) -> np.ndarray:
     """:func:`shapley` of each head's own output: (K, d); their mean over heads is
     :func:`shapley` (the Shapley value is linear in the game)."""
-    g = _game(model, ids, bow, target, features, positions, "Shapley")
+    g = _game(model, ids, bow, target, features, positions, "Shapley",
+              {"tol": tol, "budget": budget, "seed": seed})
     method, n_nodes, ksub = _defaults(g, method, n_nodes, ksub)
+    if g.repeats:
+        return g.values("shapley", ksub=ksub)
     if method == "chain":
         return _chain_shapley(g, ksub)
     nodes, w = gauss_nodes(n_nodes)
@@ -329,7 +349,8 @@ def shapley_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = T
 
 def shapley(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, target: int = 1,
             features=None, positions: str | None = None, method: str | None = None,
-            n_nodes: int | None = None, ksub: int | None = None) -> np.ndarray:
+            n_nodes: int | None = None, ksub: int | None = None, tol: float = DEFAULT_TOL,
+            budget: float = DEFAULT_BUDGET, seed: int = 0) -> np.ndarray:
     """The Shapley values of lime's features for the logit ``target``: (d,) float64.
 
     Inputs as :func:`attnxai.theory.lime_limit`: ``shapley(pre, text)`` (a text in
@@ -346,26 +367,32 @@ def shapley(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, t
     """
     return shapley_heads(model, ids, bow=bow, target=target, features=features,
                          positions=positions, method=method, n_nodes=n_nodes,
-                         ksub=ksub).mean(axis=0)
+                         ksub=ksub, tol=tol, budget=budget, seed=seed).mean(axis=0)
 
 
 def banzhaf_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
                   target: int = 1, features=None, positions: str | None = None,
-                  ksub: int | None = None) -> np.ndarray:
+                  ksub: int | None = None, tol: float = DEFAULT_TOL,
+                  budget: float = DEFAULT_BUDGET, seed: int = 0) -> np.ndarray:
     """:func:`banzhaf` of each head's own output: (K, d)."""
-    g = _game(model, ids, bow, target, features, positions, "Banzhaf")
+    g = _game(model, ids, bow, target, features, positions, "Banzhaf",
+              {"tol": tol, "budget": budget, "seed": seed})
     _, _, ksub = _defaults(g, "gauss", 1, ksub)
+    if g.repeats:
+        return g.values("effects", p=0.5, ksub=ksub)[:, 1:]
     delta, _ = _effects(g, np.array([0.5]), ksub)
     return delta[:, 0]
 
 
 def banzhaf(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, target: int = 1,
-            features=None, positions: str | None = None, ksub: int | None = None) -> np.ndarray:
-    """The Banzhaf values ``delta_j(1/2)`` of lime's features: (d,) float64 (inputs and
-    settings as :func:`shapley`; exact for replacement and for deletion of distinct words, the
-    binomial positions for deletion with a repeated word)."""
+            features=None, positions: str | None = None, ksub: int | None = None,
+            tol: float = DEFAULT_TOL, budget: float = DEFAULT_BUDGET,
+            seed: int = 0) -> np.ndarray:
+    """The Banzhaf values ``delta_j(1/2)`` of lime's features: (d,) float64 (inputs, settings
+    and routes as :func:`shapley`)."""
     return banzhaf_heads(model, ids, bow=bow, target=target, features=features,
-                         positions=positions, ksub=ksub).mean(axis=0)
+                         positions=positions, ksub=ksub, tol=tol, budget=budget,
+                         seed=seed).mean(axis=0)
 
 
 @dataclass
@@ -384,16 +411,26 @@ class Curves:
 
 def effect_curves(model: AttentionClassifier | Pretrained, ids, p, *, bow: bool = True,
                   target: int = 1, features=None, positions: str | None = None,
-                  ksub: int | None = None) -> Curves:
+                  ksub: int | None = None, tol: float = DEFAULT_TOL,
+                  budget: float = DEFAULT_BUDGET, seed: int = 0) -> Curves:
     """``delta_j(p) = E[v | z_j = 1] - E[v | z_j = 0]`` and ``E[v]`` at the kept fractions ``p``
     (every feature kept independently with probability ``p``; inputs and settings as
     :func:`shapley`): the curve whose integral is the Shapley value, whose value at 1/2 is the
     Banzhaf value and whose lime-weighted, centred average is LIME's limit."""
-    g = _game(model, ids, bow, target, features, positions, "curves")
+    g = _game(model, ids, bow, target, features, positions, "curves",
+              {"tol": tol, "budget": budget, "seed": seed})
     _, _, ksub = _defaults(g, "gauss", 1, ksub)
     p = np.atleast_1d(np.asarray(p, dtype=float))
     if p.ndim != 1 or p.size == 0 or np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
         raise ValueError("p must be a non-empty 1-D array of kept fractions in [0, 1]")
-    delta, phi = _effects(g, p, ksub)
+    if g.repeats:
+        if np.any((p <= 0) | (p >= 1)):
+            raise ValueError("with a repeated word, deletion's exact and sampled routes give the "
+                             "effects for 0 < p < 1 (at p = 0 or 1 they condition on a single "
+                             "configuration: run the model on it)")
+        per = np.stack([g.values("effects", p=float(q), ksub=ksub) for q in p], axis=1)
+        delta, phi = per[:, :, 1:], per[:, :, 0]
+    else:
+        delta, phi = _effects(g, p, ksub)
     return Curves(p, delta.mean(axis=0), phi.mean(axis=0), delta, phi,
                   [np.asarray(f) for f in g.feats])

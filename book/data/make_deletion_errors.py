@@ -1,0 +1,173 @@
+"""Deletion with repeated words: the binomial positions' error against the exact route, and the
+exact route's regime map on real reviews. Writes, in ``book/data/``:
+
+* ``deletion_errors.csv``: ``|approx - exact| / |exact|`` (norm 2) of the binomial positions
+  (``positions="binomial"``) for LIME's limit (lime's kernel width 25), Shapley and Banzhaf
+  values, against the exact route (every configuration of the repeated words,
+  :mod:`attnxai.theory.deletion_routes`, itself tested against enumeration to 1e-9), on named
+  populations: ``random models`` (:func:`attnxai.theory.lime_exhaustive.random_model`, word
+  scale 1 and 3) and ``random models, position-heavy`` (word scale 0.1 and 0.3), documents of
+  6 to 12 words with a quarter or half of the tokens repeated; ``trained model, review
+  beginnings`` (the first ``--tokens`` tokens of the first ``--reviews`` test reviews in the
+  book's order, normalised).
+* ``deletion_regime.csv``: per test review (the first ``--regime`` of the book's order,
+  normalised, 255 tokens at most): tokens, distinct words ``d``, repeated words ``R`` (the exact
+  route's ``2^R`` configurations), the largest number of "open" repeated words at once (first
+  occurrence behind, last ahead), and the exact route's cost in chain cells.
+
+    python book/data/make_deletion_errors.py [--profile quick] [--reviews 20] [--tokens 50]
+        [--regime 3000]
+
+One thread. Every file starts with ``#`` lines: the command, the code, the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _rel(a, b) -> float:
+    import numpy as np
+
+    return float(np.linalg.norm(np.asarray(a) - b) / np.linalg.norm(b))
+
+
+def errors_on(model, ids, feats, population: str, doc: str) -> list[dict]:
+    """The binomial positions against the exact route for one document: one row per value."""
+    from attnxai import theory
+
+    kw = dict(bow=True, features=feats)
+    pairs = {
+        "LIME": (theory.lime_limit(model, ids, positions="binomial", **kw),
+                 theory.lime_limit(model, ids, positions="exact", **kw)),
+        "Shapley": (theory.shapley(model, ids, positions="binomial", **kw),
+                    theory.shapley(model, ids, positions="exact", **kw)),
+        "Banzhaf": (theory.banzhaf(model, ids, positions="binomial", **kw),
+                    theory.banzhaf(model, ids, positions="exact", **kw)),
+    }
+    R = sum(f.size > 1 for f in feats)
+    return [{"population": population, "doc": doc, "d": len(feats), "n_repeated": R,
+             "tokens": ids.size - 1, "value": v, "approximation": "binomial positions",
+             "rel_error": _rel(a, e)} for v, (a, e) in pairs.items()]
+
+
+def random_rows() -> list[dict]:
+    from attnxai.theory import lime_exhaustive as lx
+    from attnxai.theory.lime_inputs import document_features
+
+    rows = []
+    for d, share, ws, seed in itertools.product((6, 8, 10, 12), (0.25, 0.5), (0.1, 0.3, 1.0, 3.0),
+                                                (0, 1)):
+        n_tokens = int(round(d / (1.0 - share)))
+        model = lx.random_model(1000 * seed + int(100 * ws), word_scale=ws, max_len=40)
+        ids = lx.random_document(seed * 7919 + d * 31 + n_tokens, d, n_tokens)
+        feats = document_features(ids[1:].tolist(), True)
+        if all(f.size == 1 for f in feats):
+            continue
+        pop = "random models, position-heavy" if ws < 1 else "random models"
+        rows += errors_on(model, ids, feats, pop, f"d={d} tokens={n_tokens} ws={ws} seed={seed}")
+    return rows
+
+
+def trained_rows(pre, data, n_reviews: int, n_tokens: int) -> list[dict]:
+    import numpy as np
+
+    from attnxai import experiment
+    from attnxai.theory.lime_inputs import resolve
+
+    rows, done = [], 0
+    for idx in experiment.review_order(len(data.test)):
+        words = experiment.lime_corpus.review_text(data, int(idx), pre.model.max_len).split()
+        text = " ".join(words[:n_tokens])
+        model, ids, feats = resolve(pre, text, True, None)
+        if all(f.size == 1 for f in feats):
+            continue
+        rows += errors_on(model, np.asarray(ids), feats, "trained model, review beginnings",
+                          f"test review {int(idx)}, first {n_tokens} tokens")
+        done += 1
+        if done == n_reviews:
+            break
+    return rows
+
+
+def open_words(tokens: list[str]) -> int:
+    """The largest number of repeated words whose first occurrence is at or before a token and
+    whose last is after it."""
+    first, last = {}, {}
+    for i, w in enumerate(tokens):
+        first.setdefault(w, i)
+        last[w] = i
+    delta = [0] * (len(tokens) + 1)
+    for w in first:
+        if last[w] > first[w]:
+            delta[first[w]] += 1
+            delta[last[w]] -= 1
+    best = cur = 0
+    for x in delta:
+        cur += x
+        best = max(best, cur)
+    return best
+
+
+def regime_rows(pre, data, n: int) -> list[dict]:
+    from attnxai import experiment
+    from attnxai.theory.deletion_routes import exact_cost
+    from attnxai.theory.lime_inputs import document_features
+
+    rows = []
+    for idx in experiment.review_order(len(data.test))[:n]:
+        words = experiment.lime_corpus.review_text(data, int(idx), pre.model.max_len).split()
+        feats = document_features(words, True)
+        R = sum(f.size > 1 for f in feats)
+        rows.append({"review": int(idx), "tokens": len(words), "d": len(feats), "n_repeated": R,
+                     "open_max": open_words(words),
+                     "exact_cost": exact_cost(feats, len(words) + 1)})
+    return rows
+
+
+def write(path: Path, rows: list[dict], argv: list[str], seconds: float) -> None:
+    import pandas as pd
+
+    from attnxai.provenance import code_label
+
+    with open(path, "w") as fh:
+        fh.write(f"# python book/data/make_deletion_errors.py {' '.join(argv)}\n")
+        fh.write(f"# code: {code_label()}\n# wall seconds: {seconds:.0f}\n")
+        pd.DataFrame(rows).to_csv(fh, index=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="quick")
+    ap.add_argument("--reviews", type=int, default=20)
+    ap.add_argument("--tokens", type=int, default=50)
+    ap.add_argument("--regime", type=int, default=3000)
+    ap.add_argument("--out", type=Path, default=HERE)
+    args = ap.parse_args(argv)
+    import torch
+
+    import attnxai
+    from attnxai.threads import single_threaded
+
+    with single_threaded():
+        pre = attnxai.load(attnxai.pretrained(args.profile, progress=False).path,
+                           dtype=torch.float64)
+        data = attnxai.load_imdb()
+        t0 = time.time()
+        write(args.out / "deletion_regime.csv", regime_rows(pre, data, args.regime), argv,
+              time.time() - t0)
+        t0 = time.time()
+        rows = random_rows() + trained_rows(pre, data, args.reviews, args.tokens)
+        write(args.out / "deletion_errors.csv", rows, argv, time.time() - t0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""lime's normal equations from integer co-occurrence counts: ``X^T W X``, ``X^T w`` and ``X^T W y``
+for 0/1 masks whose weight depends on a row only through its number of kept features.
+
+Why it is exact and cheap. lime's weight of a sample is a function of its cosine distance to the
+all-ones document, and the cosine distance of a 0/1 vector to the all-ones vector is a function of
+its number ``k`` of ones. Grouping the rows by ``k`` (groups ``g = 0..d``, weight ``w_g``)::
+
+    X^T W X = sum_g w_g C_g,      C_g[j, l] = #{rows of group g keeping both j and l}
+
+and every ``C_g`` is an integer count. Packed 64 rows to a machine word (one bit per row, the rows
+of a group in consecutive words), ``C_g[j, l]`` is a sum of ``popcount(bits[j] & bits[l])`` over
+the group's words: about ``d^2/2 * (n/64 + d)`` word operations against ``n d^2 / 2``
+multiply-adds for the dense product ``(sqrt(W) X)^T (sqrt(W) X)``, and the counts are exact, so
+the only rounding is one product and one sum per group and pair (the dense product rounds ``n``
+times). ``X^T w`` is the diagonal of ``X^T W X`` (``x^2 = x``); ``X^T W y`` is one pass over the
+rows.
+
+:func:`normal_equations` runs the compiled kernels (:func:`pack_rows`, :func:`count_gram`,
+``@jit`` from :mod:`attnxai.native`; the popcount is LLVM's ``ctpop``, one vector instruction on
+CPUs with AVX-512 VPOPCNTDQ) or their numpy twin (:func:`normal_equations_numpy`: the same
+``C_g`` as exact float64 products of 0/1 matrices, summed with the same weights in the same
+order: the Gram matrix is equal to the bit; ``X^T W y`` to rounding).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..native import jit, numba
+from . import kernels
+
+__all__ = ["count_groups", "count_gram", "normal_equations", "normal_equations_numpy",
+           "pack_rows"]
+
+if numba is not None:
+    from llvmlite import ir as _ir
+    from numba.core import types as _types
+    from numba.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def _popcount(typingctx, x):
+        """LLVM's ``ctpop`` on a uint64 (numba has no popcount of its own)."""
+        sig = _types.uint64(_types.uint64)
+
+        def codegen(context, builder, signature, args):
+            fn = builder.module.declare_intrinsic("llvm.ctpop", [_ir.IntType(64)])
+            return builder.call(fn, args)
+        return sig, codegen
+else:                                               # the plain-Python kernels, never used
+    def _popcount(x):                               # for speed (backend="numpy" is)
+        return bin(int(x)).count("1")
+
+
+def count_groups(kept: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by their number of kept features ``k = 0..d``: ``(counts (d+1,), starts
+    (d+2,))``, ``starts[k]`` the first 64-bit word of group ``k`` in :func:`pack_rows`'s layout
+    (``ceil(counts[k] / 64)`` words each)."""
+    counts = np.bincount(kept, minlength=d + 1).astype(np.int64)
+    if len(counts) != d + 1:
+        raise ValueError(f"kept counts must lie in [0, {d}], got up to {int(kept.max())}")
+    starts = np.zeros(d + 2, dtype=np.int64)
+    np.cumsum((counts + 63) // 64, out=starts[1:])
+    return counts, starts
+
+
+def _row_stride(d: int) -> int:
+    """Words per row of the packed layout: ``d`` rounded up to 8, plus 8 when that is a multiple
+    of 64 (a power-of-two stride maps every row's block to the same cache sets)."""
+    s = -(-d // 8) * 8
+    return s + 8 if s % 64 == 0 else s
+
+
+@jit()
+def pack_rows(masks, kept, w, y, starts, bits, bits_t, wg, xtwy):
+    """Pack ``masks`` (uint8 (n, d), nonzero = kept) one bit per row, grouped by kept count.
+
+    Row ``i`` of group ``g = kept[i]`` (the ``s``-th of its group, in row order) sets bit
+    ``s % 64`` of word ``starts[g] + s // 64`` of every feature it keeps: ``bits`` (W, stride)
+    word-major, ``bits_t`` (d, W) feature-major, both uint64 and zero on entry. Writes ``wg[g]``,
+    the weight ``w`` of the group's rows, and adds ``w[i] * y[i] * masks[i, j]`` to ``xtwy[j]``
+    (``X^T W y``, rows in order). Returns False if two rows of a group have different weights
+    (then ``w`` is not a function of the count), else True."""
+    n, d = masks.shape
+    fill = np.zeros(starts.shape[0], dtype=np.int64)
+    ok = True
+    for i in range(n):
+        g = kept[i]
+        s = fill[g]
+        fill[g] = s + 1
+        if s == 0:
+            wg[g] = w[i]
+        elif w[i] != wg[g]:
+            ok = False
+        word = bits[starts[g] + (s >> 6)]
+        b = np.uint64(s & 63)
+        row = masks[i]
+        t = w[i] * y[i]
+        for j in range(d):
+            word[j] |= np.uint64(row[j]) << b
+            xtwy[j] += t * np.float64(row[j])
+    for w_ in range(bits.shape[0]):
+        for j in range(d):
+            bits_t[j, w_] = bits[w_, j]
+    return ok
+
+
+@jit()
+def count_gram(bits, bits_t, starts, wg, gram):
+    """``X^T W X = sum_g wg[g] C_g`` into ``gram`` (d, d) float64, zero on entry (the lower
+    triangle computed, the upper one copied from it).
+
+    For each pair ``l <= j`` and each group ``g`` in order, the integer ``C_g[j, l]`` (popcounts
+    of ``bits_t[j, w] & bits[w, l]`` over the group's words) is multiplied by ``wg[g]`` and added,
+    from 0.0. The columns are taken in blocks of 64 (the block's words stay in the first-level
+    cache across all ``j``) and a block's columns in the innermost loop, contiguous, which the
+    compiler vectorises (popcount, int-to-float, multiply and add element-wise: exact per
+    element, no reassociation)."""
+    d = gram.shape[0]
+    ng = starts.shape[0] - 1
+    block = 64
+    acc = np.zeros(block, dtype=np.int64)
+    for l0 in range(0, d, block):
+        for j in range(l0, d):
+            width = min(l0 + block, j + 1) - l0
+            bj = bits_t[j]
+            out = gram[j, l0:l0 + width]
+            for g in range(ng):
+                lo, hi = starts[g], starts[g + 1]
+                if lo == hi:
+                    continue
+                wt = wg[g]
+                if hi == lo + 1:                # one word (fewer than 65 rows): no int sum
+                    v = bj[lo]
+                    row = bits[lo, l0:l0 + width]
+                    for ll in range(width):
+                        out[ll] += wt * np.float64(_popcount(v & row[ll]))
+                    continue
+                for ll in range(width):
+                    acc[ll] = 0
+                for w in range(lo, hi):
+                    v = bj[w]
+                    row = bits[w, l0:l0 + width]
+                    for ll in range(width):
+                        acc[ll] += np.int64(_popcount(v & row[ll]))
+                for ll in range(width):
+                    out[ll] += wt * np.float64(acc[ll])
+    for j in range(d):                          # the upper triangle, by symmetry
+        for ll in range(j):
+            gram[ll, j] = gram[j, ll]
+
+
+def normal_equations_numpy(masks: np.ndarray, kept: np.ndarray, y: np.ndarray, w: np.ndarray,
+                           wg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The numpy twin of :func:`normal_equations` (same arguments and results): ``C_g`` as the
+    float64 product of group ``g``'s 0/1 rows with themselves (exact: integers), summed with the
+    weights ``wg`` in group order, as :func:`count_gram` sums them."""
+    d = masks.shape[1]
+    gram = np.zeros((d, d))
+    order = np.argsort(kept, kind="stable")
+    bounds = np.searchsorted(kept[order], np.arange(d + 2))
+    for g in range(d + 1):
+        rows = order[bounds[g]:bounds[g + 1]]
+        if len(rows):
+            xg = masks[rows].astype(np.float64)
+            gram += wg[g] * (xg.T @ xg)
+    xtwy = (w * y) @ masks.astype(np.float64)
+    return gram, np.diag(gram).copy(), xtwy
+
+
+def normal_equations(masks: np.ndarray, kept: np.ndarray, y: np.ndarray, w: np.ndarray, *,
+                     backend: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """``(X^T W X (d, d), X^T w (d,), X^T W y (d,), backend used)`` for masks ``X`` (n, d)
+    (bool or uint8, nonzero = kept) whose weight ``w[i]`` (n,) is a function of ``kept[i]`` (n,),
+    the row's number of kept features (lime's weights are: module docstring).
+
+    Group ``g``'s weight is ``w`` at its first row; a ``w`` that is not a function of the count
+    raises ``ValueError``. ``backend`` as for :func:`attnxai.fastlime.kernels.sample_masks`."""
+    masks = np.ascontiguousarray(masks)
+    if masks.dtype != np.uint8:
+        masks = (masks if masks.dtype == bool else masks != 0).view(np.uint8)
+    n, d = masks.shape
+    kept = np.ascontiguousarray(kept, dtype=np.int64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if kept.shape != (n,) or y.shape != (n,) or w.shape != (n,):
+        raise ValueError(f"masks are {masks.shape} but kept is {kept.shape}, y {y.shape} and "
+                         f"w {w.shape}")
+    counts, starts = count_groups(kept, d)
+    use = kernels.resolve(backend)
+    if use == "numpy":
+        wg = np.zeros(d + 1)
+        first = np.unique(kept, return_index=True)[1]
+        wg[kept[first]] = w[first]
+        ok = np.array_equal(wg[kept], w)
+    else:
+        W = int(starts[-1])
+        bits = np.zeros((W, _row_stride(d)), dtype=np.uint64)
+        bits_t = np.zeros((d, W), dtype=np.uint64)
+        wg, xtwy = np.zeros(d + 1), np.zeros(d)
+        ok = pack_rows(masks, kept, w, y, starts, bits, bits_t, wg, xtwy)
+    if not ok:
+        raise ValueError("the sample weights are not a function of the number of kept features "
+                         "(lime's are): the count-based normal equations do not apply")
+    if use == "numpy":
+        return (*normal_equations_numpy(masks, kept, y, w, wg), "numpy")
+    gram = np.zeros((d, d))
+    count_gram(bits, bits_t, starts, wg, gram)
+    return gram, np.diag(gram).copy(), xtwy, "numba"
