@@ -1,7 +1,8 @@
 # `make book`: everything from a fresh clone to the site in _build/html.
 # `make test`: the package's tests plus a build of the whole book on the quick model.
 # `make student`: the chapters as notebooks without solutions, and the site without solutions.
-# `make pdf`: the whole book as one PDF (needs TeX: see README.md).
+# `make pdf`: the whole book as one PDF, the instructor's edition: each chapter's solutions at
+#   its end (needs TeX: see README.md). `make pdf-student`: the student's, without solutions.
 # `make notebooks`: rewrite the .ipynb beside the chapters (for Colab) from the .md.
 # The IMDb archive: $ATTNXAI_IMDB_ARCHIVE if set (a local copy), else downloaded and md5-checked.
 
@@ -12,7 +13,7 @@ STAMP  := $(VENV)/.installed-stamp
 export ATTNXAI_CACHE ?= $(CURDIR)/.cache
 export PYTHONHASHSEED := 0
 
-.PHONY: book test setup data model train-paper bench clean notebooks student pdf
+.PHONY: book test setup data model train-paper bench clean notebooks student pdf pdf-student
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +52,11 @@ student: model
 pdf: model
 	$(BIN)/jupyter-book build . --builder pdflatex -W --keep-going
 	@echo "PDF: _build/latex/attnxai-book.pdf"
+
+pdf-student: model
+	ATTNXAI_EDITION=student ATTNXAI_EXECUTION_CACHE=$(CURDIR)/_build/.jupyter_cache \
+	  $(BIN)/jupyter-book build . --builder pdflatex -W --keep-going --path-output _build/student-pdf
+	@echo "PDF: _build/student-pdf/_build/latex/attnxai-book.pdf"
 
 test: setup
 	$(BIN)/python -m pytest

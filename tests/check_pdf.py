@@ -15,9 +15,14 @@
 * the proof index: entries named "Theorem 3.1 (...)", not labels and file paths;
 * overfull boxes: what TeX itself reports wider than its space by more than 3 pt (a squeezed
   table cell, a formula) with its source lines in the .tex; characters a font lacks (they print
-  as nothing).
+  as nothing);
+* the editions (``--edition``): no solution in the student's PDF; in the instructor's, every
+  solution after its chapter's exercises, linked both ways;
+* what paper cannot do: text for the site only (click, hover, Binder, Colab, a scroll cue, the
+  launch cell's cache line), figures cited by their place ("the plot above") or never by number,
+  figure text shrunk under 7 pt; and NaN, dict reprs or placeholders printed as values.
 
-    python tests/check_pdf.py _build/pdfcheck/_build/latex [--shots DIR]
+    python tests/check_pdf.py _build/pdfcheck/_build/latex [--shots DIR] [--edition student]
 
 ``--shots DIR`` writes an 80-dpi PNG of every page with a problem into DIR.
 """
@@ -268,11 +273,128 @@ def overfull_boxes(log: str) -> list[tuple[float, str]]:
     return out
 
 
+# ---------------------------------------------------------------- what a reader of paper meets
+#: Text that only makes sense on the site (a click, a hover, a launch button, a scroll cue), or
+#: that names this machine (the launch cell's cache line).
+WEB_ONLY = re.compile(r"\bclick(?:ing)? to\b|\(also collapsed\)|\bhover(?:ing)? (?:a|the|over)\b|"
+                      r"\brocket\b|\bBinder\b|\bColab\b|scroll sideways|^\s*cache: \S+",
+                      re.IGNORECASE | re.MULTILINE)
+#: A value a table or sentence shows for a missing one, a Python repr, an unfilled placeholder.
+MISSING = re.compile(r"\{'[^'\n]{1,40}': |\b[A-Z]+(?:-[A-Z]+)*_(?:PAPER|QUICK)\b|\{\{\s*[a-z_]+\s*\}\}")
+#: A table cell (pdftotext's layout separates columns by two spaces or more) that prints a
+#: missing value: prose may name NaN, a table should say what the absence means.
+MISSING_CELL = {"NaN", "nan", "None", "<NA>"}
+#: A figure pointed at by its place on the page, which print does not keep.
+PLACE_REFERENCE = re.compile(r"\b(?:plot|figure|chart|graph|picture|heat ?map)s?\s+(?:above|below)\b",
+                             re.IGNORECASE)
+#: The smallest text a figure may print (points); figures draw theirs at plots.MIN_FONT.
+MIN_FIGURE_PT = 7.0
+DRAWN_FONT_PT = 10.0
+
+
+def _hits(pattern, pages: list[str]) -> dict[int, list[str]]:
+    out = {}
+    for i, text in enumerate(pages, 1):
+        found = [m.group(0).strip() for m in pattern.finditer(text)]
+        if found:
+            out[i] = found
+    return out
+
+
+def web_only_text(pages: list[str]) -> dict[int, list[str]]:
+    """{page: phrases} of text meant for the site: "click to show", "hover a token", the rocket,
+    Binder and Colab buttons, a scroll cue, the launch cell's ``cache:`` line."""
+    found = {}
+    for i, text in enumerate(pages, 1):
+        hits = [m.group(0).strip() for m in WEB_ONLY.finditer(text)
+                # "Alexander Binder" is an author of the bibliography, not a button
+                if not re.search(r"[A-Z][a-z]+\s+$", text[max(0, m.start() - 30):m.start()])]
+        if hits:
+            found[i] = hits
+    return found
+
+
+def missing_values(pages: list[str]) -> dict[int, list[str]]:
+    """{page: values} printed where a value is absent or unformatted: NaN (or None) as a table
+    cell, a dict's repr, a placeholder such as RUN-TIME_PAPER or {{ name }}."""
+    out = _hits(MISSING, pages)
+    for i, text in enumerate(pages, 1):
+        for line in text.splitlines():
+            cells = re.split(r"\s{2,}", line.strip())
+            if len(cells) > 1 and MISSING_CELL & set(cells):
+                out.setdefault(i, []).append(line.strip()[:60])
+    return out
+
+
+def place_references(pages: list[str]) -> dict[int, list[str]]:
+    """{page: phrases} such as "the plot above": print floats figures, so cite them by number."""
+    return _hits(PLACE_REFERENCE, pages)
+
+
+def uncited_figures(tex: str) -> list[str]:
+    """Labels of figures that no text cites by number (a {numref} becomes ``\\ref{label}``)."""
+    labels = re.findall(r"\\begin\{figure\}.*?\\label\{\\detokenize\{([^}]*)\}\}.*?\\end\{figure\}",
+                        tex, re.DOTALL)
+    return [label for label in labels if f"\\ref{{\\detokenize{{{label}}}}}" not in tex]
+
+
+def small_figure_text(tex: str, block: dict[str, float]) -> list[tuple[float, str]]:
+    """(smallest printed text in points, label) of figures shrunk so much that text drawn at
+    DRAWN_FONT_PT prints under MIN_FIGURE_PT. A figure is drawn at 100 px per inch and Sphinx
+    gives its size in px (``\\sphinxpxdimen``, 0.75 pt), then scales it down to the line's width
+    and to 0.8 of the text height (book/_ext/attnxai_book.py)."""
+    width = block["width"]
+    height = 0.8 * (block["bodybottom"] - block["bodytop"])
+    out = []
+    for fig in re.findall(r"\\begin\{figure\}.*?\\end\{figure\}", tex, re.DOTALL):
+        m = re.search(r"\\sphinxincludegraphics\[width=([\d.]+)\\sphinxpxdimen,"
+                      r"height=([\d.]+)\\sphinxpxdimen\]", fig)
+        if not m:
+            continue
+        w, h = float(m.group(1)) * 0.75, float(m.group(2)) * 0.75     # printed at natural size
+        scale = min(1.0, width / w, height / h) * 0.75 / 0.72             # drawn: 0.72 pt a px
+        label = re.search(r"\\label\{\\detokenize\{([^}]*)\}\}", fig)
+        if DRAWN_FONT_PT * scale < MIN_FIGURE_PT:
+            out.append((DRAWN_FONT_PT * scale, label.group(1) if label else "a figure"))
+    return out
+
+
+def solution_problems(tex: str, edition: str) -> list[str]:
+    """The student's PDF has no solution; the instructor's has every solution after the last
+    exercise of its chapter (not under its exercise), linked both ways."""
+    title = re.compile(r"\\begin\{sphinxadmonition\}\{\w+\}\{(Exercise|Solution to Exercise) (\d+)\.(\d+)")
+    boxes = [(m.group(1), m.group(2), m.group(3), m.start()) for m in title.finditer(tex)]
+    solutions = [b for b in boxes if b[0] != "Exercise"]
+    exercises = [b for b in boxes if b[0] == "Exercise"]
+    if edition == "student":
+        return [f"Solution to Exercise {c}.{k} in the student's PDF" for _, c, k, _ in solutions]
+    problems = []
+    last = {}
+    for _, c, k, at in exercises:
+        last[c] = at
+    for _, c, k, at in solutions:
+        if at < last.get(c, -1):
+            problems.append(f"Solution to Exercise {c}.{k} stands before the chapter's last exercise")
+        later = sorted({ec for _, ec, _, e_at in exercises if ec != c and last.get(c, -1) < e_at < at})
+        if later:
+            problems.append(f"Solution to Exercise {c}.{k} stands after chapter {later[0]}'s exercises")
+    for _, c, k, _ in exercises:
+        if not any((c, k) == (sc, sk) for _, sc, sk, _ in solutions):
+            problems.append(f"Exercise {c}.{k} has no solution in the instructor's PDF")
+    links = len(re.findall(r"\\hyperref\[[^]]*\]\{Solution: page", tex))
+    back = len(re.findall(r"\\hyperref\[exercise:[^]]*\]\{The exercise: page", tex))
+    if solutions and (links != len(solutions) or back != len(solutions)):
+        problems.append(f"{len(solutions)} solutions, {links} links to them and {back} back")
+    return problems
+
+
 # ---------------------------------------------------------------- main
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("latex_dir", type=Path)
     parser.add_argument("--shots", type=Path, help="write PNGs of the pages with problems here")
+    parser.add_argument("--edition", choices=("instructor", "student"), default="instructor",
+                        help="the student's PDF has no solutions, the instructor's has them all")
     args = parser.parse_args(argv)
     pdf = args.latex_dir / "attnxai-book.pdf"
     log = (args.latex_dir / "attnxai-book.log").read_text(errors="replace")
@@ -319,6 +441,19 @@ def main(argv=None) -> int:
     overfull = overfull_boxes(log)
     report("overfull boxes (TeX)", overfull,
            "; ".join(f"{w:.0f} pt at {where}" for w, where in sorted(overfull, reverse=True)[:12]))
+    solutions = solution_problems(tex, args.edition)
+    report(f"solution problems ({args.edition}'s PDF)", solutions, "; ".join(solutions[:8]))
+    for name, found in (("website-only text", web_only_text(pages)),
+                        ("missing values, reprs or placeholders", missing_values(pages)),
+                        ("figures cited by their place", place_references(pages))):
+        bad_pages |= set(found)
+        report(name, found, "; ".join(f"p{p} {', '.join(sorted(set(v)))[:80]}"
+                                      for p, v in sorted(found.items())[:12]))
+    uncited = uncited_figures(tex)
+    report("figures never cited by number", uncited, ", ".join(uncited[:12]))
+    small = small_figure_text(tex, block)
+    report(f"figures with text under {MIN_FIGURE_PT:g} pt", small,
+           "; ".join(f"{label} {pt:.1f} pt" for pt, label in small[:12]))
     if args.shots and bad_pages:
         args.shots.mkdir(parents=True, exist_ok=True)
         for p in sorted(bad_pages):

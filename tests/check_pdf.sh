@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The whole book as one PDF (`make pdf`'s build), on the quick model, read page by page by
-# tests/check_pdf.py: ink past the margins, outputs printed as Python reprs, numbering against
+# The whole book as one PDF (`make pdf`'s build), in the instructor's and the student's editions
+# (`make pdf-student`), on the quick model, read page by page by tests/check_pdf.py: ink past the margins, outputs printed as Python reprs, numbering against
 # the site and the syllabus, box titles, the proof index, TeX's overfull boxes. Needs Debian's
 # TeX packages (README.md, "Teaching from it") and poppler-utils (pdfinfo, pdftotext, pdftoppm).
 # tests/test_pdf.py runs it where TeX is installed (and skips, saying so, where it is not).
 #   bash tests/check_pdf.sh            # from the repository root; prints the time it took
-# Pages with a problem are written as PNGs to _build/pdfcheck/shots/.
+# Pages with a problem are written as PNGs to _build/pdfcheck/shots/ (and -student/shots/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="${BIN:-.venv/bin}"
@@ -37,5 +37,16 @@ if grep -n 'Undefined control sequence' "$latex/"*.log | head -3 | grep -q .; th
 fi
 rm -rf "$out/shots"
 "$BIN/python" tests/check_pdf.py "$latex" --shots "$out/shots" || fail=1
-echo "PDF: $pdf, $(du -h "$pdf" | cut -f1), built and checked in $(( $(date +%s) - start )) s"
+# the student's PDF: the same chapters (their executed outputs reused), no solutions
+student=_build/pdfcheck-student
+mkdir -p "$student"
+ATTNXAI_PROFILE=quick ATTNXAI_EDITION=student \
+  ATTNXAI_EXECUTION_CACHE="$PWD/$out/_build/.jupyter_cache-quick" \
+  "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going --path-output "$student" \
+  > "$student/build.log" 2>&1 || { tail -60 "$student/build.log"; exit 1; }
+rm -rf "$student/shots"
+"$BIN/python" tests/check_pdf.py "$student/_build/latex" --edition student \
+  --shots "$student/shots" || fail=1
+echo "PDFs: $pdf (instructor), $student/_build/latex/attnxai-book.pdf (student);" \
+  "built and checked in $(( $(date +%s) - start )) s"
 exit $fail

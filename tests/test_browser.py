@@ -47,9 +47,12 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-#: A figure may be shown smaller than it was drawn (CSS px = its pixels / 2), but not by more
-#: than this: below it, labels drawn at 10 pt are no longer readable.
+#: A figure is scaled to the column (never scrolled sideways); shown under this share of its
+#: drawn size (CSS px = its pixels / 2), labels drawn at 10 pt are hard to read, so a tap must
+#: open it at full size (book/static/attnxai.js).
 MIN_FIGURE_SCALE = 0.74
+#: WCAG AA contrast between a shaded token's text and its shade.
+MIN_TOKEN_CONTRAST = 4.5
 #: On a desktop a figure fits its column whole (no scrolling) and is shown at least this share
 #: of its drawn size: plots.MAX_WIDTH (7.2 in, 720 px) in the 672 px figure column is 93 %.
 MIN_DESKTOP_FIGURE_SCALE = 0.9
@@ -102,7 +105,7 @@ JS_IMAGES = """() => Array.from(document.images).map(img => {
   const holder = img.closest("figure") || img.parentElement, cs = getComputedStyle(holder);
   return {src: img.getAttribute("src"), alt: img.getAttribute("alt"), ok: img.complete && img.naturalWidth > 0,
           natural: img.naturalWidth, shown: r.width, content: !!img.closest("article.bd-article"),
-          output: !!img.closest(".cell_output"),
+          output: !!img.closest(".cell_output"), zoom: img.dataset.attnxaiZoom === "1",
           room: holder.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
           caption: (img.closest("figure") && img.closest("figure").querySelector("figcaption"))
                    ? img.closest("figure").querySelector("figcaption").textContent.trim() : ""};
@@ -114,7 +117,7 @@ JS_SHADING = """() => ({
   shadings: Array.from(document.querySelectorAll("article .attnxai-shading")).map(s => ({
     key: (s.querySelector(".attnxai-key") || {textContent: ""}).textContent.trim(),
     tokens: Array.from(s.querySelectorAll(".attnxai-tok")).map(t => ({
-      w: t.dataset.weight, bg: getComputedStyle(t).backgroundColor}))})),
+      w: t.dataset.weight, bg: getComputedStyle(t).backgroundColor, fg: getComputedStyle(t).color}))})),
   stray: Array.from(document.querySelectorAll("article .cell_output span[style*='background']"))
     .filter(x => !x.closest(".attnxai-shading, .attnxai-key")).length})"""
 
@@ -167,6 +170,15 @@ JS_WIDE = """() => {
       bad.push(`${name(el)} scrolls inside ${name(found)} without the scroll cue (.attnxai-scrolls)`);
     else if (!inText && !hinted)
       bad.push(`${name(el)} scrolls inside ${name(found)} without a visible hint`);
+  }
+  // an output that scrolls its own text (a long line, a long output): its cue
+  for (const el of art.querySelectorAll(".cell_output, .cell_output *")) {
+    if (unseen(el) || el.classList.contains("attnxai-scrolls")) continue;
+    const cs = getComputedStyle(el);
+    const x = scrolls(el) && el.scrollWidth > el.clientWidth + 1;
+    const y = ["auto", "scroll"].includes(cs.overflowY) && el.scrollHeight > el.clientHeight + 24;
+    if ((x || y) && !(el.parentElement && el.parentElement.closest(TEXT)))
+      bad.push(`${name(el)} scrolls its own content (${x ? "sideways" : "down"}) without the scroll cue`);
   }
   for (const hint of art.querySelectorAll(".attnxai-scroll-hint")) {
     const h = hint.getBoundingClientRect(), box = hint.nextElementSibling, prev = hint.previousElementSibling;
@@ -339,7 +351,7 @@ def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
         out["links"] = page.evaluate("""() => Array.from(document.querySelectorAll("a[href]")).map(a => ({
             href: a.getAttribute("href"), text: a.textContent.trim()}))""")
         out["chapter"] = page.evaluate(JS_CHAPTER)
-        out["shading"] = page.evaluate(JS_SHADING)
+    out["shading"] = page.evaluate(JS_SHADING)
     page.close()
     return out
 
@@ -451,8 +463,9 @@ def test_display_equations_fit_the_column(visits):
 def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
     """In every chapter of the table of contents: every figure has a caption and alt text (not a
     file name), is drawn at twice its CSS size, fits its column whole on a desktop (legend
-    included: nothing to scroll) at nearly its drawn size, and is not shrunk so much that its
-    labels become unreadable on a phone."""
+    included: nothing to scroll) at nearly its drawn size, and on a phone fits the column too (no
+    sideways scrolling, the legend on screen), a tap opening it at full size where it is shown
+    much smaller than drawn."""
     problems = {}
     for (screen, page), v in visits.items():
         if page not in CHAPTERS:
@@ -479,20 +492,72 @@ def test_figures_captioned_with_alt_text_at_2x_and_readable(visits):
                              f"{im['room']:.0f} px column, shown at {scale:.0%}"
                              f"{' and scrolling' if im['shown'] > im['room'] + 1 else ''}: draw "
                              "it at most plots.MAX_WIDTH wide, panels stacked, legend inside")
-            if scale < MIN_FIGURE_SCALE:
-                found.append(f"{name}: shown at {scale:.0%} of its drawn size on a {screen}")
+            if screen == "phone" and im["shown"] > im["room"] + 1:
+                found.append(f"{name}: {im['shown']:.0f} px wide in a {im['room']:.0f} px column "
+                             "on a phone: it scrolls sideways (its legend may be off-screen)")
+            if screen == "phone" and scale < MIN_FIGURE_SCALE and not im["zoom"]:
+                found.append(f"{name}: shown at {scale:.0%} of its drawn size on a phone, and no "
+                             "tap opens it at full size")
         problems[f"{screen}:{page}"] = found
     assert not any(problems.values()), _report(problems)
 
 
-def _hue(css: str) -> tuple[str | None, float]:
-    """('green' | 'red' | None, opacity) of a computed background colour."""
+def _rgb(css: str) -> tuple[float, float, float, float] | None:
     m = re.match(r"rgba?\(([\d.]+), ([\d.]+), ([\d.]+)(?:, ([\d.]+))?\)", css)
     if not m:
+        return None
+    return (*(float(x) for x in m.group(1, 2, 3)), float(m.group(4)) if m.group(4) else 1.0)
+
+
+def _hue(css: str) -> tuple[str | None, float]:
+    """('green' | 'red' | None, strength) of a computed background colour: a translucent one's
+    opacity, or for an opaque one how far it is from white towards its hue (white: 0)."""
+    rgb = _rgb(css)
+    if rgb is None:
         return None, 0.0
-    r, g, b = (float(x) for x in m.group(1, 2, 3))
-    alpha = float(m.group(4)) if m.group(4) is not None else 1.0
-    return ("green" if g > r + 20 else "red" if r > g + 20 else None), alpha
+    r, g, b, alpha = rgb
+    if alpha < 1.0:
+        return ("green" if g > r + 20 else "red" if r > g + 20 else None), alpha
+    # opaque: the colour of the convention (plots.TOWARDS or AWAY) mixed with white that it is,
+    # by least squares on 255 - channel = strength * (255 - reference)
+    best = (None, 0.0, math.inf)
+    for hue, ref in (("green", (46, 125, 50)), ("red", (198, 40, 40))):
+        d = [255.0 - x for x in (r, g, b)]
+        e = [255.0 - x for x in ref]
+        strength = sum(x * y for x, y in zip(d, e)) / sum(y * y for y in e)
+        residual = sum((x - strength * y) ** 2 for x, y in zip(d, e))
+        if residual < best[2]:
+            best = (hue, strength, residual)
+    hue, strength, residual = best
+    return (hue if residual < 50 else None), max(strength, 0.0)
+
+
+def _luminance(r: float, g: float, b: float) -> float:
+    c = [x / 255 for x in (r, g, b)]
+    c = [x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+
+def test_shaded_tokens_are_readable(visits):
+    """On both screens, every shaded token's text contrasts with its shade at least
+    MIN_TOKEN_CONTRAST : 1 (WCAG AA), whatever the weight."""
+    problems, seen = {}, 0
+    for (screen, page), v in visits.items():
+        found = []
+        for k, sh in enumerate(v.get("shading", {}).get("shadings", [])):
+            for t in sh["tokens"]:
+                bg, fg = _rgb(t["bg"]), _rgb(t["fg"])
+                if bg is None or fg is None or bg[3] == 0:
+                    continue
+                seen += 1
+                hi, lo = sorted((_luminance(*bg[:3]), _luminance(*fg[:3])), reverse=True)
+                ratio = (hi + 0.05) / (lo + 0.05)
+                if bg[3] < 1 or ratio < MIN_TOKEN_CONTRAST:
+                    found.append(f"shading {k + 1}: weight {float(t['w']):+.3g}, text {t['fg']} on "
+                                 f"{t['bg']}: {ratio:.2f}:1" + (" (translucent)" if bg[3] < 1 else ""))
+        problems[f"{screen}:{page}"] = found
+    assert seen, "no shaded token found"
+    assert not any(problems.values()), _report(problems)
 
 
 def test_token_shadings_follow_the_colour_convention(visits):
@@ -735,3 +800,6 @@ def test_search_returns_results(server, browser, query):
     assert all(h and ".html" in h for h in links), links
     raw = [s for s in snippets if any(p.search(s) for p in TEX)]
     assert not raw, f"search snippets with raw TeX: {raw[:3]}"
+    # a snippet quotes the page's text, not its download menu ("09_shapley_ig.ipynb", ".md")
+    menu = [s for s in snippets if re.search(r"\.(?:ipynb|md|pdf)\b", s)]
+    assert not menu, f"search snippets quoting the download menu: {menu[:3]}"

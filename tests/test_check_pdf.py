@@ -105,3 +105,79 @@ def test_ink_past_the_margin_is_measured(tmp_path):
     over = c.margin_overflows(tmp_path / "t.pdf", block)
     assert list(over) == [1] and "past the right" in over[1]
     assert 35 <= float(over[1].split()[0]) <= 41
+
+
+# ---------------------------------------------------------------- what paper cannot do
+def test_website_only_text_is_found_and_plain_text_is_not():
+    pages = ["The output is wider than the page (click to show it):\n",
+             "shaded tokens (hover a token for its weight)\n", "the rocket button opens Binder\n",
+             "   cache: ../.cache\n", "wide content: scroll sideways \u2192\n",
+             "The exercise clicks into place. The cache of a model is a folder.\n",
+             "[Samek et al., 2017] Wojciech Samek, Alexander Binder, Grégoire Montavon\n"]
+    found = c.web_only_text(pages)
+    assert sorted(found) == [1, 2, 3, 4, 5]
+    assert found[3] == ["rocket", "Binder"]
+
+
+def test_missing_values_reprs_and_placeholders_are_found():
+    pages = ["deletion   NaN   0.73\n", "{'t = 1 ([CLS])': 0.5, 't = 2': 0.1}\n",
+             "chapter 9   RUN-TIME_PAPER   RUN-TIME_QUICK\n",
+             "the {{ launch_note }} here; BibTeX: author = {{The attnxai team}}\n",
+             "x = float(\"nan\") if y is None else np.nan\n", "Nantes, nano, NaNs-free: 0.5\n",
+             "padding positions get NaN (they have no score)\n", "  replace   None    12\n"]
+    found = c.missing_values(pages)
+    assert sorted(found) == [1, 2, 3, 4, 8]
+    assert found[3] == ["RUN-TIME_PAPER", "RUN-TIME_QUICK"]
+
+
+def test_figures_cited_by_place_and_never_by_number():
+    found = c.place_references(["as the plot above shows", "Fig. 2.1 shows", "heat maps below",
+                                "the bar plot\nabove shows"])
+    assert sorted(found) == [1, 3, 4]
+    tex = (r"\begin{figure}[htbp]x\label{\detokenize{notebooks/a:fig-one}}\end{figure}"
+           r"\begin{figure}[htbp]y\label{\detokenize{notebooks/a:fig-two}}\end{figure}"
+           r"see \hyperref[\detokenize{notebooks/a:fig-one}]{Fig.\@ \ref{\detokenize{notebooks/a:fig-one}}}")
+    assert c.uncited_figures(tex) == ["notebooks/a:fig-two"]
+
+
+def test_figures_shrunk_under_seven_points_are_found():
+    block = {"width": 470.0, "bodytop": 72.0, "bodybottom": 722.0}   # 520 pt for a figure's height
+    def fig(w, h, label):
+        return (r"\begin{figure}[htbp]\noindent\sphinxincludegraphics[width=%d\sphinxpxdimen,"
+                r"height=%d\sphinxpxdimen]{{x}.png}\label{\detokenize{%s}}\end{figure}" % (w, h, label))
+    tex = fig(720, 340, "a:wide") + fig(700, 1400, "a:tall") + fig(400, 300, "a:small")
+    found = c.small_figure_text(tex, block)
+    # 720 px wide: 540 pt shrunk to 470 (x 0.87), text 10 pt * 0.87 * 0.75 / 0.72 = 9.1 pt: fine;
+    # 1400 px tall: 1050 pt shrunk to 520 (x 0.495), 5.2 pt: too small
+    assert [label for _, label in found] == ["a:tall"]
+    assert found[0][0] == pytest.approx(10 * 520 / 1050 * 0.75 / 0.72, rel=1e-3)
+
+
+def _boxes(*titles):
+    return "".join(rf"\begin{{sphinxadmonition}}{{note}}{{{t}}}x\end{{sphinxadmonition}}" for t in titles)
+
+
+def test_solutions_by_edition():
+    links = (r"\hyperref[d:s1]{Solution: page~\pageref*{d:s1}}"
+             r"\hyperref[exercise:e1]{The exercise: page~\pageref*{exercise:e1}}")
+    gathered = _boxes("Exercise 1.1", "Exercise 1.2") + links * 2 + _boxes(
+        "Solution to Exercise 1.1", "Solution to Exercise 1.2")
+    assert c.solution_problems(gathered, "instructor") == []
+    assert c.solution_problems(_boxes("Exercise 1.1", "Exercise 1.2"), "student") == []
+    assert c.solution_problems(gathered, "student") == [
+        "Solution to Exercise 1.1 in the student's PDF", "Solution to Exercise 1.2 in the student's PDF"]
+    # each solution under its exercise, as the site shows them
+    under = _boxes("Exercise 1.1", "Solution to Exercise 1.1", "Exercise 1.2",
+                   "Solution to Exercise 1.2") + links * 2
+    assert c.solution_problems(under, "instructor") == [
+        "Solution to Exercise 1.1 stands before the chapter's last exercise"]
+    missing = _boxes("Exercise 1.1", "Exercise 1.2", "Solution to Exercise 1.1") + links
+    assert c.solution_problems(missing, "instructor") == [
+        "Exercise 1.2 has no solution in the instructor's PDF"]
+    unlinked = _boxes("Exercise 1.1", "Solution to Exercise 1.1")
+    assert c.solution_problems(unlinked, "instructor") == ["1 solutions, 0 links to them and 0 back"]
+    # two chapters of one part: chapter 1's solutions after chapter 2's exercises
+    late = _boxes("Exercise 1.1", "Exercise 2.1", "Solution to Exercise 1.1",
+                  "Solution to Exercise 2.1") + links * 2
+    assert c.solution_problems(late, "instructor") == [
+        "Solution to Exercise 1.1 stands after chapter 2's exercises"]

@@ -329,3 +329,17 @@ def test_header_lines_hide_the_machines_folders(tmp_path):
     assert lines[1] == "  code: abc; https://example.org/a/b"
     committed = X.header_lines(X.book_data("lime_corpus_summary.csv"))
     assert committed and not any(" /" in line for line in committed)
+
+
+def test_a_summary_is_read_with_its_header_apart(tmp_path, monkeypatch):
+    """read_summary skips the '#' header; summary_header gives it without the settings lines
+    and with the machine's folders masked (the chapters' one reader of committed summaries)."""
+    from attnxai.experiment import bookdata
+
+    path = tmp_path / "t.csv"
+    path.write_text("# command: run --out /srv/x/run_2\n# settings: {\"a\": 1}\n# wall: 3 s\n"
+                    "method,mean\nLIME,0.5\nGxI,-0.25\n")
+    monkeypatch.setattr(bookdata, "book_data", lambda name, start=None: tmp_path / name)
+    frame = bookdata.read_summary("t.csv")
+    assert list(frame.columns) == ["method", "mean"] and frame["mean"].tolist() == [0.5, -0.25]
+    assert bookdata.summary_header("t.csv") == ["command: run --out …/run_2", "wall: 3 s"]

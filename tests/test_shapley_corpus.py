@@ -99,3 +99,24 @@ def test_command_line(tmp_path, quick_model, capsys):
     assert "4 rows computed" in text and "alpha-avg: Shapley - LIME" in text
     runs = (out / "_runs.jsonl").read_text()
     assert '"shapley-experiment"' in runs
+
+
+def test_budget_to_reach_a_target_measured_or_extrapolated():
+    """The first budget at the target when one reaches it; else the power laws, here exact by
+    construction (error 10 / sqrt(n), CPU time 1e-6 n): n = (10 / target)^2 evaluations."""
+    import pandas as pd
+
+    from attnxai.experiment.shapley_corpus import budget_to_reach
+
+    n = 2.0 ** np.arange(12, 21)
+    curve = pd.DataFrame({"budget": n, "evaluations": n, "error": 10 / np.sqrt(n),
+                          "cpu_seconds": 1e-6 * n})
+    evals, secs, measured = budget_to_reach(curve, 10 / np.sqrt(2.0 ** 14) * 1.01)
+    assert measured and evals == 2.0 ** 14 and secs == pytest.approx(1e-6 * 2 ** 14)
+    evals, secs, measured = budget_to_reach(curve, 1e-3)
+    assert not measured
+    assert evals == pytest.approx(1e8, rel=1e-9) and secs == pytest.approx(100.0, rel=1e-9)
+    with pytest.raises(ValueError, match="too few"):
+        budget_to_reach(curve[curve.budget < 2 ** 16], 1e-3)
+    with pytest.raises(ValueError, match="positive"):
+        budget_to_reach(curve, 0.0)

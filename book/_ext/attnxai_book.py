@@ -11,18 +11,22 @@
   ``{{ cite_repository }}``) say so in words.
 * **Execution caches.** The quick profile's executed chapters go to ``.jupyter_cache-quick``,
   never into the paper profile's ``.jupyter_cache`` (jupyter-cache does not know the profile).
-* **Editions.** ``ATTNXAI_EDITION=student`` builds the site without solutions (sphinx-exercise's
-  ``hide_solutions``) and strips them from the downloadable ``_sources`` too; it reuses the
-  execution cache of the instructor build of the same profile, so nothing runs twice. Its
+* **Editions.** ``ATTNXAI_EDITION=student`` builds the site (or the PDF) without solutions
+  (sphinx-exercise's ``hide_solutions``) and strips them from the downloadable ``_sources`` too;
+  it reuses the execution cache of the instructor build of the same profile, so nothing runs
+  twice. The instructor's PDF gathers the solutions at the end of each chapter, linked both ways
+  with their exercises (``_LatexSolutions``). Its
   launch buttons open the branch ``student`` (chapters without solutions, pushed by the deploy
   workflow), every page has a banner that names the edition, and the edition is a Sphinx tag
-  (``{only} student`` / ``{only} instructor``).
+  (``{only} student`` / ``{only} instructor``); a build that names a repository has the tag
+  ``repository`` (``{only} repository``: text about its launch buttons).
 * **Footer** (``html.extra_footer`` of _config.yml): ``{licence}`` and ``{repository}`` become the
   licence page (relative to each page) and the repository URL.
 * **Bibliography style** ``attnxai``: author-year labels, sorted by author and year, with DOI,
   arXiv and URL links (pybtex's ``unsrt`` formatting).
 * **LaTeX/PDF**: the MathJax macros of _config.yml become ``\\newcommand``s in the preamble, so
-  the PDF typesets the same maths as the site; chapters, theorems, exercises and figures are
+  the PDF typesets the same maths as the site; the launch cell is left out of print and a
+  ``hide-input`` cell prints only its output (``_LatexCells``); chapters, theorems, exercises and figures are
   numbered as on the site (front and back matter unnumbered); a box never leaves its title at
   a page foot, a proof box is titled; cell outputs' LaTeX tables go in as tables and Markdown
   tables get column widths that fit (LATEX_PREAMBLE, _latex_transforms); the proof index names
@@ -149,8 +153,9 @@ def _config_inited(app, config):
         config.hide_solutions = True
         # Reuse the executed notebooks of the instructor build of the same profile (`make book`
         # for paper, the test build for quick).
+        # (or those of $ATTNXAI_EXECUTION_CACHE: tests/check_pdf.sh's instructor PDF)
         build = ROOT / "_build" / "test" / "_build" if quick else ROOT / "_build"
-        config.nb_execution_cache_path = str(build / cache)
+        config.nb_execution_cache_path = os.environ.get("ATTNXAI_EXECUTION_CACHE") or str(build / cache)
     elif quick and not config.nb_execution_cache_path:
         config.nb_execution_cache_path = str(Path(app.outdir).parent / cache)
     # The MathJax macros, for LaTeX.
@@ -334,6 +339,9 @@ def _edition_config(app, config):
     """The edition as a Sphinx tag (``{only} student`` in a page), and for the student
     edition: launch buttons on the student branch and a banner on every page."""
     app.tags.add(edition())
+    if repository(config):
+        # pages may say what only a build with launch buttons has: {only} repository
+        app.tags.add("repository")
     if edition() == "student":
         options = dict(config.html_theme_options or {})
         options["repository_branch"] = STUDENT_BRANCH
@@ -377,6 +385,9 @@ LATEX_PREAMBLE = r"""
 def _latex_config(app, config):
     latex = dict(config.latex_elements or {})
     latex["preamble"] = latex.get("preamble", "") + LATEX_PREAMBLE
+    # a figure stays where the text puts it (float's H): floated, figures landed after the next
+    # heading or inside the sentence that cites them
+    latex.setdefault("figure_align", "H")
     config.latex_elements = latex
 
 
@@ -560,8 +571,157 @@ class _LatexTables:
                           macros.get(m.group(1)), str) else m.group(0), tex)
 
 
+class _LatexCells:
+    """Code cells in print: the launch cell (whose output names this machine's cache) is left
+    out, and a cell tagged ``hide-input`` (collapsed on the site: boilerplate imports, helpers)
+    prints only its output."""
+
+    @staticmethod
+    def apply(doctree):
+        from docutils import nodes
+
+        for cell in list(doctree.findall(nodes.container)):
+            if cell.get("nb_element") != "cell_code" or cell.parent is None:
+                continue
+            tags = (cell.get("cell_metadata") or {}).get("tags", [])
+            source = next((c for c in cell.children if c.get("nb_element") == "cell_code_source"),
+                          None)
+            if LAUNCH_CLASS in cell["classes"]:
+                cell.parent.remove(cell)
+            elif source is not None and ("hide-input" in tags or "hide-cell" in tags):
+                cell.remove(source)
+
+
+def _needspace_before_boxes(doctree):
+    """A box's page break before its label, not after: the label (which the proof index and the
+    references print the page of) is written before ``\\begin{sphinxadmonition}``, whose own
+    ``\\needspace`` (LATEX_PREAMBLE) could move the box to the next page and leave the label on
+    this one (4 of 26 proof-index entries pointed a page early)."""
+    from docutils import nodes
+
+    for box in list(doctree.findall(nodes.Admonition)):
+        if isinstance(box, nodes.Element) and box.parent is not None:
+            box.parent.insert(box.parent.index(box),
+                              nodes.raw("", "\\needspace{9\\baselineskip}\n", format="latex"))
+
+
+LAUNCH_CLASS = "attnxai-launch"
+
+
+def _mark_launch_cells(app, doctree):
+    """The launch cell gets the class ``attnxai-launch`` while its source is still there (the
+    LaTeX build drops hidden inputs before the book's transforms see them)."""
+    from docutils import nodes
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from attnxai.course import LAUNCH_MARKER
+
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") == "cell_code" and any(
+                c.get("nb_element") == "cell_code_source" and LAUNCH_MARKER in c.astext()
+                for c in cell.children):
+            cell["classes"].append(LAUNCH_CLASS)
+
+
+class _LatexSolutions:
+    """The instructor's PDF: every solution at the end of its chapter, under "Solutions", with a
+    link from the exercise to its solution and back (page numbers: the printed book is read on
+    paper). The student's PDF has none (sphinx-exercise's ``hide_solutions``)."""
+
+    @staticmethod
+    def apply(doctree, env):
+        from docutils import nodes
+        from sphinx import addnodes
+        from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node, solution_node
+
+        registry = getattr(env, "sphinx_exercise_registry", {})
+        for sof in list(doctree.findall(addnodes.start_of_file)):
+            chapter = next((c for c in sof.children if isinstance(c, nodes.section)), None)
+            # this chapter's own, found from the top down without entering a nested chapter
+            # (parent links cannot be trusted: some transforms set children lists directly)
+            owned = list(_own_solutions(sof, solution_node, addnodes.start_of_file))
+            solutions = [sol for sol, _ in owned]
+            if chapter is None or not solutions:
+                continue
+            exercises = {e.get("label"): e for e in sof.findall(
+                lambda n: isinstance(n, (exercise_enumerable_node, exercise_node)))}
+            heading = nodes.raw("", "\\section*{Solutions}\\addcontentsline{toc}{section}"
+                                "{Solutions}\n", format="latex")
+            place = [heading]
+            for sol, parent in owned:
+                parent.remove(sol)
+            for sol in solutions:
+                docname = (registry.get(sol.get("label")) or {}).get("docname", sof.get("docname"))
+                sol_ref = f"{docname}:{sol.get('label')}"
+                ex_ref = f"exercise:{sol.get('target_label')}"
+                exercise = exercises.get(sol.get("target_label"))
+                if exercise is not None:
+                    exercise.append(nodes.raw(
+                        "", f"\\par\\smallskip{{\\small\\hyperref[{sol_ref}]{{Solution: page~"
+                        f"\\pageref*{{{sol_ref}}}}}}}\n", format="latex"))
+                    first = 1 if sol.children and isinstance(sol[0], nodes.title) else 0
+                    sol.insert(first, nodes.raw(
+                        "", f"{{\\small\\hyperref[{ex_ref}]{{The exercise: page~"
+                        f"\\pageref*{{{ex_ref}}}}}}}\\par\\smallskip\n", format="latex"))
+                place.append(sol)
+            # the chapter's end: before the next chapter where the assembled book nests it in
+            # this one (two chapters of one part)
+            at = next((i for i, c in enumerate(chapter.children)
+                       if isinstance(c, addnodes.start_of_file)
+                       or any(True for _ in c.findall(addnodes.start_of_file))), len(chapter))
+            chapter[at:at] = place
+
+
+def _own_solutions(node, solution_type, chapter_type):
+    """(solution, its parent) under ``node``, not under a nested ``chapter_type`` node."""
+    for child in node.children:
+        if isinstance(child, chapter_type):
+            continue
+        if isinstance(child, solution_type):
+            yield child, node
+        elif hasattr(child, "children"):
+            yield from _own_solutions(child, solution_type, chapter_type)
+
+
+#: A cell tag: the site shows the cell, print shows only its output (a chapter's imports).
+PRINT_OUTPUT_ONLY = "remove-input-print"
+
+
 def _latex_transforms(app):
     from sphinx.transforms.post_transforms import SphinxPostTransform
+
+    class LatexCellsFirst(SphinxPostTransform):
+        """Before sphinx-jupyterbook-latex drops hidden cell parts (400): an output collapsed on
+        the site (``hide-output``: a SymPy expression shown on request) is printed, since paper
+        cannot be clicked (attnxai.printforms breaks it over lines); a cell tagged
+        ``remove-input-print`` loses its input in print only."""
+        default_priority = 390
+
+        def apply(self, **kwargs):
+            from docutils import nodes
+
+            if not _latex_only(self):
+                return
+            for cell in list(self.document.findall(nodes.container)):
+                if cell.get("nb_element") != "cell_code":
+                    continue
+                if "tag_hide-output" in cell["classes"]:
+                    # printed smaller (7 pt): attnxai.printforms breaks it between terms, but
+                    # a single fraction of a raw expansion may still be wider than 10 pt allows
+                    cell["classes"].remove("tag_hide-output")
+                    for part in list(cell.children):
+                        if part.get("nb_element") == "cell_code_output":
+                            at = cell.index(part)
+                            cell.insert(at + 1, nodes.raw("", "\\endgroup\n", format="latex"))
+                            cell.insert(at, nodes.raw("", "\\begingroup\\scriptsize\n",
+                                                      format="latex"))
+                tags = (cell.get("cell_metadata") or {}).get("tags", [])
+                if PRINT_OUTPUT_ONLY in tags:
+                    for part in list(cell.children):
+                        if part.get("nb_element") == "cell_code_source":
+                            cell.remove(part)
+
+    app.add_post_transform(LatexCellsFirst)
 
     class LatexBook(SphinxPostTransform):
         # after sphinx-jupyterbook-latex's LatexRootDocPostTransforms (700), which makes parts
@@ -574,6 +734,10 @@ def _latex_transforms(app):
             _drop_empty_chapters(self.document)
             _LatexNumbering.apply(self.document, self.env)
             _LatexProofTitles.apply(self.document)
+            _LatexCells.apply(self.document)
+            _needspace_before_boxes(self.document)
+            if edition() == "instructor":
+                _LatexSolutions.apply(self.document, self.env)
             macros = (self.config.mathjax3_config or {}).get("tex", {}).get("macros", {})
             _LatexTables.apply(self.document, macros)
 
@@ -588,6 +752,7 @@ def setup(app):
     _latex_transforms(app)
     app.add_domain(_proof_domain(), override=True)
     app.connect("source-read", _source_read)
+    app.connect("doctree-read", _mark_launch_cells)
     app.connect("html-page-context", _page_context, priority=500)
     app.connect("html-page-context", _page_buttons, priority=600)
     app.connect("build-finished", _build_finished)

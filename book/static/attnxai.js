@@ -13,6 +13,7 @@
 (function () {
   "use strict";
   var HINT = "wide content: scroll sideways \u2192";
+  var HINT_DOWN = "long output: scroll inside the box \u2193";
   // Running text: a hint inside one of these would break a sentence.
   var TEXT = "p, li, dt, dd, td, th, figcaption, caption, h1, h2, h3, h4, h5, h6, .admonition-title";
 
@@ -29,19 +30,20 @@
 
   function inline(el) { return getComputedStyle(el).display.indexOf("inline") === 0; }
 
-  function mark(box) {
+  function mark(box, down) {
     box.classList.add("attnxai-scrolls");
+    if (down) box.classList.add("attnxai-scrolls-down");
     if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");  // keyboard scrolling
     if (box.classList.contains("attnxai-scroll-inline")) return;           // no label in a sentence
     var hint = document.createElement("div");
     hint.className = "attnxai-scroll-hint";
     hint.setAttribute("aria-hidden", "true");
-    hint.textContent = HINT;
+    hint.textContent = down ? HINT_DOWN : HINT;
     box.parentNode.insertBefore(hint, box);
   }
 
   function unmark(box) {
-    box.classList.remove("attnxai-scrolls", "attnxai-scroll-inline");
+    box.classList.remove("attnxai-scrolls", "attnxai-scroll-inline", "attnxai-scrolls-down");
     var prev = box.previousElementSibling;
     if (prev && prev.classList.contains("attnxai-scroll-hint")) prev.remove();
   }
@@ -56,38 +58,33 @@
     return atom;
   }
 
-  // The width an image may take: the content box of its nearest block container (not the
-  // article's clientWidth, which includes its padding).
-  function room(img) {
-    var box = img.parentElement;
-    while (box && box.clientWidth === 0) box = box.parentElement;
-    if (!box) return 0;
-    var cs = getComputedStyle(box);
-    return box.clientWidth - (parseFloat(cs.paddingLeft) || 0) - (parseFloat(cs.paddingRight) || 0);
-  }
-
-  // On a narrow screen a figure keeps at least 3/4 of its drawn size (labels stay readable)
-  // and scrolls sideways instead of shrinking to the column.
+  // Figures are scaled to the column (CSS: max-width 100 %), legend and all, never scrolled
+  // sideways. Where that shows one at under 3/4 of its drawn size (a phone), a tap opens the
+  // picture at full size.
   function sizeFigures(art) {
     art.querySelectorAll(".cell_output img").forEach(function (img) {
-      var col = room(img);
-      if (!col) return;
-      // the drawn size: the width the notebook gave (retina: half the pixels), else the pixels
-      if (!img.dataset.attnxaiWidth) {
-        var w0 = parseFloat(img.style.width) || parseFloat(img.getAttribute("width")) || img.naturalWidth;
-        if (!w0) return;
-        img.dataset.attnxaiWidth = w0;
-        img.dataset.attnxaiStyle = img.getAttribute("style") || "";
-      }
-      var w = parseFloat(img.dataset.attnxaiWidth);
-      if (0.75 * w > col) {
-        img.style.maxWidth = "none";
-        img.style.height = "auto";
-        img.style.width = Math.ceil(Math.max(col, 0.75 * w)) + "px";
-      } else {
-        img.setAttribute("style", img.dataset.attnxaiStyle);
+      var drawn = parseFloat(img.style.width) || parseFloat(img.getAttribute("width")) ||
+                  img.naturalWidth / 2;
+      var shown = img.getBoundingClientRect().width;
+      var small = drawn > 0 && shown > 0 && shown < 0.75 * drawn;
+      if (small && !img.dataset.attnxaiZoom) {
+        img.dataset.attnxaiZoom = "1";
+        img.style.cursor = "zoom-in";
+        img.title = "Tap to open the figure at full size";
+        img.addEventListener("click", function () { window.open(img.src, "_blank"); });
       }
     });
+  }
+
+  // A box that scrolls its own content (an output that is longer or wider than the room it is
+  // given, a code block) with no element past the column: its text is what overflows.
+  function scrollsItself(el) {
+    var cs = getComputedStyle(el);
+    var x = (cs.overflowX === "auto" || cs.overflowX === "scroll") && el.scrollWidth > el.clientWidth + 1;
+    // (a box that scrolls sideways scrolls down too, by a pixel or two where glyphs reach past
+    // its lines: only more than a line of text hidden below counts)
+    var y = (cs.overflowY === "auto" || cs.overflowY === "scroll") && el.scrollHeight > el.clientHeight + 24;
+    return x ? "x" : y ? "y" : "";
   }
 
   // Whether an element inside box reaches past the column's right edge (the criterion for a
@@ -146,7 +143,7 @@
     var right = art.getBoundingClientRect().right + 1;
     // boxes with nothing past the column any more lose their cue (e.g. after a resize)
     art.querySelectorAll(".attnxai-scrolls").forEach(function (box) {
-      if (!stillWide(box, right)) { unmark(box); changes++; }
+      if (!stillWide(box, right) && !scrollsItself(box)) { unmark(box); changes++; }
     });
     var all = art.querySelectorAll("*");
     for (var i = 0; i < all.length; i++) {
@@ -156,6 +153,13 @@
       if (r.width === 0 || r.right <= right) continue;
       var box = scrollBox(el, art, right);
       if (!box.classList.contains("attnxai-scrolls")) { mark(box); changes++; }
+    }
+    // outputs whose own text scrolls (a long line, a long output; code cells scroll as code
+    // does everywhere, with no cue)
+    for (var j = 0; j < all.length; j++) {
+      var own = unseen(all[j]) || all[j].classList.contains("attnxai-scrolls") ||
+                !all[j].closest(".cell_output") ? "" : scrollsItself(all[j]);
+      if (own && !inlineAtom(all[j])) { mark(all[j], own === "y"); changes++; }
     }
     return changes;
   }
@@ -216,6 +220,8 @@
 
   // Search results: Sphinx shows a snippet of each page's HTML text, where maths is raw TeX
   // (MathJax typesets the pages, not the snippets); a formula reads "(formula)" there instead.
+  // The article's header (the download menu: "09_shapley_ig.ipynb", ".md"), the navigation and
+  // the scroll cues are no text of the page: left out, so that a snippet quotes the page.
   function readableSearchSnippets() {
     var search;
     // searchtools.js declares `const Search` (a global binding, not a window property), after
@@ -227,6 +233,10 @@
       var doc = new DOMParser().parseFromString(html, "text/html");
       doc.querySelectorAll(".math, mjx-container").forEach(function (m) {
         m.replaceWith(doc.createTextNode("(formula)"));
+      });
+      doc.querySelectorAll(".bd-header-article, .header-article, .prev-next-area, .bd-sidebar-secondary, " +
+                           ".attnxai-scroll-hint, .toggle-details__summary").forEach(function (m) {
+        m.remove();
       });
       return original(doc.documentElement.outerHTML, anchor);
     };

@@ -24,9 +24,11 @@ import-linter's contract from ``pyproject.toml``)::
     validate | paper | runconfig | threads | plots
                                  one validator per input | the paper's numbers | book profile |
                                  thread limits | figures
-    files | provenance | devices | native | errors
+    files | provenance | devices | native | budget | repository | printforms | prose
                                  atomic writes | commit, version, load | the device parser |
-                                 the numba decorator | the errors a user can fix
+                                 the numba decorator | time budgets | the book's repository |
+                                 print forms of outputs | numbers for the chapters' prose
+    errors                       the errors a user can fix
 
 **One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
 :class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.

@@ -3,8 +3,8 @@ paper's Figure 2 drawn).
 
 The book's figures are drawn for a 750-pixel column: at most :data:`MAX_WIDTH` inches wide at
 100 dpi, text of at least 10 pt, and saved at twice that resolution (``retina``: 200 dpi, shown at
-half size), so that they are sharp on high-density screens and their labels stay readable when a
-phone shows them at three quarters of their size (the book's script lets them scroll there).
+half size), so that they are sharp on high-density screens. A phone shows a figure whole, scaled
+to its column (legend included), and a tap opens it at full size (the book's script).
 :func:`setup` enforces the smallest text size on every figure a notebook displays
 (:func:`readable`), whatever size a cell asked for.
 """
@@ -105,6 +105,23 @@ def signed_cmap():
         "attnxai_signed", [tuple(c / 255 for c in AWAY), (1, 1, 1), tuple(c / 255 for c in TOWARDS)])
 
 
+def shade(rgb: Sequence[int], strength: float) -> tuple[int, int, int]:
+    """``rgb`` at ``strength`` (0: white, 1: the colour itself) mixed with white: the opaque
+    shade of a token, on the site and in print."""
+    return tuple(int(round(255 - strength * (255 - c))) for c in rgb)
+
+
+def contrast(a: Sequence[int], b: Sequence[int]) -> float:
+    """WCAG contrast ratio of two sRGB colours (1 to 21)."""
+    def luminance(rgb):
+        lin = [(c / 255) / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4
+               for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
 class TokenShading:
     """Rows of tokens shaded by weight, with a colour key: what :func:`token_html` and
     :func:`explanations_html` return. ``display()`` it: HTML on the site and in notebooks
@@ -149,14 +166,17 @@ class TokenShading:
         return out
 
     def _repr_html_(self) -> str:
+        """Opaque shades (the colour mixed with white, as in print), so that the text colour can
+        be chosen for contrast whatever the page's colour mode: black or white, whichever
+        contrasts more, at least 4.6:1 on any shade (WCAG AA asks 4.5:1)."""
         width = max((len(label) for label, _, _ in self.rows), default=0)
         swatch = ('<span style="background: rgb({}); padding: 0 .6em; border-radius: 2px; '
                   'margin: 0 .3em"></span>')
         key = (f'<div class="attnxai-key" style="font-family: sans-serif; font-size: .85em; '
                f'color: #555; line-height: 1.5; margin-bottom: .2em">{html.escape(self.key)}. '
                f'{swatch.format("%d,%d,%d" % TOWARDS)}towards {html.escape(self.towards)}, '
-               f'{swatch.format("%d,%d,%d" % AWAY)}away; opacity |weight| / largest |weight| of '
-               "the row (hover a token for its weight).</div>")
+               f'{swatch.format("%d,%d,%d" % AWAY)}away (underlined); strength |weight| / '
+               "largest |weight| of the row (hover a token for its weight).</div>")
         lines = []
         for label, cells in self.cells():
             spans = []
@@ -164,9 +184,11 @@ class TokenShading:
                 if rgb is None:
                     style, tip = "", "no weight"
                 else:
-                    fg = "#fff" if a > 0.55 else "#222"          # readable on a strong colour
-                    under = "; text-decoration: underline dotted" if x < 0 else ""
-                    style = f"background: rgba({rgb[0]},{rgb[1]},{rgb[2]},{a:.3f}); color: {fg}{under}"
+                    bg = shade(rgb, a)
+                    fg = "#fff" if contrast(bg, (255, 255, 255)) > contrast(bg, (0, 0, 0)) \
+                        else "#000"
+                    under = "; text-decoration: underline" if x < 0 else ""
+                    style = f"background: rgb({bg[0]},{bg[1]},{bg[2]}); color: {fg}{under}"
                     tip = f"{x:+.4g}"
                 spans.append(f'<span class="attnxai-tok" data-weight="{x:.6g}" title="{tip}" '
                              f'style="{style}; padding: 1px 2px; margin: 1px; border-radius: 3px">'
@@ -184,16 +206,18 @@ class TokenShading:
             text = rf"\strut\texttt{{{_latex_escape(tok)}}}"
             if rgb is None or a < 0.005:
                 return rf"\fbox{{{text}}}" if rgb is None else text
-            mix = ",".join(str(round(255 - a * (255 - c))) for c in rgb)
-            fg = r"\color{white}" if a > 0.55 else ""
-            return rf"\colorbox[RGB]{{{mix}}}{{{fg}{text}}}"
+            bg = shade(rgb, a)
+            fg = r"\color{white}" if contrast(bg, (255, 255, 255)) > contrast(bg, (0, 0, 0)) else ""
+            if rgb == AWAY:                  # in greyscale the underline tells red from green
+                text = rf"\underline{{{text}}}"
+            return rf"\colorbox[RGB]{{{','.join(map(str, bg))}}}{{{fg}{text}}}"
 
         rows = []
         for label, cells in self.cells():
             head = rf"\textbf{{{_latex_escape(label)}}}\enspace " if label else ""
             rows.append(head + " ".join(box(tok, rgb, a) for tok, _, rgb, a in cells))
-        key = _latex_escape(f"{self.key}. Green: towards {self.towards}; red: away; "
-                            "opacity |weight| / largest |weight| of the row.")
+        key = _latex_escape(f"{self.key}. Green: towards {self.towards}; red, underlined: away; "
+                            "strength |weight| / largest |weight| of the row.")
         # \newline, not \par: the PDF builder puts the output in an amsmath environment
         body = r" \newline ".join([rf"\textit{{{key}}}"] + rows)
         return (r"$\displaystyle \parbox{0.95\linewidth}{\raggedright\setlength{\fboxsep}{1pt}"

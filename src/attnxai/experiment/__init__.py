@@ -18,7 +18,8 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .bookdata import book_data, header_lines, runs_header, same_weights, write_summary
+from .bookdata import (book_data, header_lines, read_summary, runs_header, same_weights,
+                       summary_header, write_summary)
 from .lime_corpus import (COLUMNS, ORDER_SEED, LimeCorpus, LimeSettings, approximation_columns,
                           approximation_names, full_length_reviews, lime_row, lime_seed,
                           lime_summary, review_order)
@@ -29,8 +30,8 @@ from .transport import ModelRef
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "ModelRef", "RunReport", "Study",
            "approximation_columns", "approximation_names", "book_data", "full_length_reviews",
            "header_lines", "lime_row", "lime_seed", "lime_summary",
-           "load_results", "review_order", "run", "run_lime_corpus", "runs_header", "same_weights",
-           "write_summary"]
+           "load_results", "read_summary", "review_order", "run", "run_lime_corpus", "runs_header",
+           "same_weights", "summary_header", "write_summary"]
 
 
 def run_lime_corpus(out: str | os.PathLike, *, profile: str = "paper", reviews: int = 1000,

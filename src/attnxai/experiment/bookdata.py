@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WEIGHTS_LABEL", "book_data", "header_lines", "recorded_weights", "runs_header",
-           "same_weights", "write_summary"]
+__all__ = ["WEIGHTS_LABEL", "book_data", "header_lines", "read_summary", "recorded_weights",
+           "runs_header", "same_weights", "summary_header", "write_summary"]
 
 
 def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
@@ -41,6 +41,19 @@ def header_lines(path: str | os.PathLike) -> list[str]:
     lines = [line[2:].rstrip() for line in Path(path).read_text().splitlines()
              if line.startswith("#")]
     return [_ABSOLUTE.sub("…/", line) for line in lines]
+
+
+def summary_header(name: str) -> list[str]:
+    """A committed summary's header for a chapter: :func:`header_lines` of ``book_data(name)``
+    (commands, code, wall times; paths masked) without its ``settings`` lines."""
+    return [line for line in header_lines(book_data(name)) if not line.startswith("settings")]
+
+
+def read_summary(name: str):
+    """A committed summary of ``book/data`` as a DataFrame (its ``#`` header skipped)."""
+    import pandas as pd
+
+    return pd.read_csv(book_data(name), comment="#")
 
 
 def write_summary(path: str | os.PathLike, header: list[str], frame: Any,

@@ -40,7 +40,8 @@ from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
-__all__ = ["COLUMNS", "METHODS", "METRICS", "MODES", "ShapleyCorpus", "agreement_row",
+__all__ = ["COLUMNS", "FIT_FROM", "METHODS", "METRICS", "MODES", "ShapleyCorpus", "agreement_row",
+           "budget_to_reach",
            "agreement_table", "pair_columns", "run_shapley_corpus"]
 
 #: The compared methods (the study's names) and the registry's method of each mode.
@@ -247,3 +248,31 @@ def agreement_table(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.9
                 rows.append({"mode": mode, "metric": metric, "pair": lab, "n": int(k),
                              "mean": mu, "ci_low": a_, "ci_high": b_})
     return pd.DataFrame(rows)
+
+
+#: The budget from which the convergence of an estimator is fitted by a power law.
+FIT_FROM = 2 ** 16
+
+
+def budget_to_reach(curve, target: float, *, fit_from: int = FIT_FROM) -> tuple[float, float, bool]:
+    """(model evaluations, CPU seconds, measured?) an estimator needs to reach the relative
+    error ``target`` on one review of the committed convergence table (``shapley_convergence.csv``:
+    columns ``budget``, ``evaluations``, ``error``, ``cpu_seconds``): the first budget that
+    reaches it, else the extrapolation of power laws of the error and of the CPU time in the
+    evaluations, fitted by least squares in log-log over the budgets from ``fit_from`` on."""
+    import math
+
+    if not target > 0:
+        raise ValueError(f"target must be a positive error, got {target}")
+    curve = curve.sort_values("evaluations")
+    hit = curve[curve.error <= target]
+    if len(hit):
+        first = hit.iloc[0]
+        return float(first.evaluations), float(first.cpu_seconds), True
+    tail = curve[curve.budget >= fit_from]
+    if len(tail) < 2:
+        raise ValueError(f"{len(tail)} budgets from {fit_from} on: too few to extrapolate to {target}")
+    a, b = np.polyfit(np.log(tail.evaluations), np.log(tail.error), 1)
+    n = math.exp((math.log(target) - b) / a)
+    c, d = np.polyfit(np.log(tail.evaluations), np.log(tail.cpu_seconds), 1)
+    return n, math.exp(d + c * math.log(n)), False

@@ -1,0 +1,128 @@
+"""Numbers for the chapters' prose: a chapter's sentences are plain Markdown a writer edits, and
+the numbers in them come from the cells that computed them.
+
+* :func:`glue` records values under names, without output; the Markdown then says
+  ``{glue:text}`name:.1%``` (myst-nb's glue: the number formatted where it is read). It writes
+  myst-nb's glue protocol itself (a ``display_data`` with ``scrapbook`` metadata, papermill's
+  MIME prefix), so a chapter runs where myst-nb is not installed (Colab, a bare Jupyter); there
+  the Markdown shows the roles as written.
+* :func:`glue_md` records a Markdown fragment (a list of words in code, a clause with maths):
+  ``{glue:md}`name:myst```. For a sentence that must branch on the data, glue the words that
+  change, or keep the generating cell with the tag ``remove-input``.
+* :func:`number`, :func:`pct`, :func:`ratio` and :func:`interval` format a number for reading
+  (significant digits, no negative zero, thousands separated, "x" for a ratio); glued strings
+  use them where a format spec cannot say it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+#: myst-nb's glue: the MIME prefix of a value recorded without display (papermill's), and the
+#: metadata key that names it (scrapbook's).
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def _plain(name: str, value):
+    """``value`` as a Python scalar or string (numpy scalars unwrapped): myst-nb reads a glued
+    value back from its ``repr``, which must be a literal."""
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+        raise TypeError(f"glue {name!r}: a number or a string, got {type(value).__name__} "
+                        f"({value!r:.60}); glue words rather than a flag, format a list first")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"glue {name!r}: {value} is not a number a sentence can state")
+        return value + 0.0                        # no negative zero
+    return value
+
+
+def _record(name: str, bundle: dict[str, str]) -> None:
+    from IPython.display import display
+
+    if not name.isidentifier():
+        raise ValueError(f"glue name {name!r}: letters, digits and underscores only")
+    display({GLUE_PREFIX + k: v for k, v in bundle.items()}, raw=True,
+            metadata={"scrapbook": {"name": name, "mime_prefix": GLUE_PREFIX}})
+
+
+def glue(**values) -> None:
+    """Record each value (a number or a string) under its name for the chapter's Markdown
+    (``{glue:text}`name``` or ``{glue:text}`name:.3f```); nothing is displayed."""
+    for name, value in values.items():
+        _record(name, {"text/plain": repr(_plain(name, value))})
+
+
+def glue_md(**fragments: str) -> None:
+    """Record Markdown fragments (MyST: maths, code, emphasis) for ``{glue:md}`name:myst```."""
+    for name, text in fragments.items():
+        if not isinstance(text, str):
+            raise TypeError(f"glue_md {name!r}: Markdown text, got {type(text).__name__}")
+        _record(name, {"text/markdown": text, "text/plain": repr(text)})
+
+
+# ---------------------------------------------------------------- numbers for reading
+def number(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, as a reader writes it: ``0.0123``, ``1.50``,
+    ``20`` (19.8), ``3.1e-07`` for a tiny one; a number with more whole digits than ``digits``
+    keeps them all (``197``, ``2,097,150``: no ``2.1e+06``); never ``-0``."""
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"{x} is not a number to print")
+    if x == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(x)))
+    if magnitude < -4:
+        return f"{x:.{max(digits - 1, 0)}e}"
+    decimals = max(digits - 1 - magnitude, 0)
+    text = f"{round(x, decimals):,.{decimals}f}"
+    if decimals == 0 and magnitude + 1 > digits:       # whole and longer than asked: exact
+        text = f"{round(x):,}"
+    return "0" if float(text.replace(",", "")) == 0 else text
+
+
+def pct(x: float, digits: int = 2) -> str:
+    """A share (0.123) as a percentage to ``digits`` significant digits: ``12 %``, ``0.54 %``."""
+    return f"{number(100 * float(x), digits)} %"
+
+
+def ratio(x: float, digits: int = 2) -> str:
+    """A ratio of two times (or sizes) as ``19x``, ``1.5x``."""
+    return f"{number(x, digits)}x"
+
+
+def interval(lo: float, hi: float, digits: int = 2) -> str:
+    """A range: ``91 to 197``, or one number when both ends print the same."""
+    a, b = number(lo, digits), number(hi, digits)
+    return a if a == b else f"{a} to {b}"
+
+
+def rel(a, b) -> float:
+    """||a - b|| / ||b|| in norm 2 (numbers or arrays of the same shape; absolute when b is 0):
+    how far a value is from its reference."""
+    import numpy as np
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"rel: shapes {a.shape} and {b.shape} differ")
+    scale = float(np.linalg.norm(b))
+    return float(np.linalg.norm(a - b)) / (scale if scale else 1.0)
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two closed intervals (confidence intervals: (low, high)) share a point."""
+    (a0, a1), (b0, b1) = sorted(a), sorted(b)
+    return a0 <= b1 and b0 <= a1
+
+
+def listing(items) -> str:
+    """Words as a sentence lists them: ``a``, ``a and b``, ``a, b and c``."""
+    items = [str(x) for x in items]
+    if not items:
+        raise ValueError("nothing to list")
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -1,0 +1,88 @@
+"""attnxai.prose: values glued for the chapters' Markdown are read back by myst-nb itself (its
+own glue extraction and text formatting, the reference), and numbers print as a reader expects."""
+
+import numpy as np
+import pytest
+
+from attnxai import prose
+
+
+def _glued(fn, **values):
+    """What myst-nb extracts from the outputs of a cell that calls ``fn(**values)``."""
+    nbformat = pytest.importorskip("nbformat")
+    glue_ext = pytest.importorskip("myst_nb.ext.glue")
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    with capture_output() as cap:
+        fn(**values)
+    outputs = [nbformat.v4.new_output("display_data", data=o.data, metadata=o.metadata)
+               for o in cap.outputs]
+    cell = nbformat.v4.new_code_cell(source="", outputs=outputs)
+    found = dict(glue_ext.extract_glue_data_cell(cell))
+    assert cell.outputs == [], "a glued value must not be displayed"
+    return found
+
+
+def test_glued_numbers_and_words_read_back_through_myst_nb():
+    from myst_nb.core.variables import format_plain_text
+
+    found = _glued(prose.glue, share=np.float64(0.1234), n=np.int64(5000), side="below",
+                   zero=-0.0)
+    assert format_plain_text(found["share"].data["text/plain"], ".1%") == "12.3%"
+    assert format_plain_text(found["n"].data["text/plain"], ",d") == "5,000"
+    assert format_plain_text(found["side"].data["text/plain"], "s") == "below"
+    assert format_plain_text(found["zero"].data["text/plain"], ".2f") == "0.00"   # no -0.00
+
+
+def test_glued_markdown_keeps_its_maths():
+    found = _glued(prose.glue_md, words="`good`, `bad` and $\\alpha_t$")
+    assert found["words"].data["text/markdown"] == "`good`, `bad` and $\\alpha_t$"
+
+
+def test_what_cannot_be_glued_is_refused_with_its_name():
+    with pytest.raises(TypeError, match="glue 'flag'"):
+        prose.glue(flag=True)
+    with pytest.raises(TypeError, match="glue 'xs'"):
+        prose.glue(xs=[1, 2])
+    with pytest.raises(ValueError, match="glue 'm'.*nan"):
+        prose.glue(m=float("nan"))
+    with pytest.raises(ValueError, match="glue name"):
+        prose._record("a-b", {"text/plain": "1"})
+
+
+@pytest.mark.parametrize("x, digits, text", [
+    (0.0123456, 3, "0.0123"), (1.5, 3, "1.50"), (2097150.0, 3, "2,097,150"), (19.8, 2, "20"),
+    (-0.00004, 2, "-4.0e-05"), (-0.0004, 1, "-0.0004"), (-1e-12, 3, "-1.00e-12"), (0.0, 3, "0"),
+    (1234.567, 3, "1,235"), (-0.0, 2, "0")])
+def test_numbers_print_with_significant_digits(x, digits, text):
+    assert prose.number(x, digits) == text
+
+
+def test_number_never_prints_a_negative_zero():
+    for x in np.linspace(-1e-3, 1e-3, 41):
+        for digits in (1, 2, 3):
+            out = prose.number(x, digits)
+            assert not (out.startswith("-") and float(out.replace(",", "")) == 0), (x, out)
+
+
+def test_shares_ratios_intervals_and_distances():
+    assert prose.pct(0.1234) == "12 %" and prose.pct(0.00543) == "0.54 %"
+    assert prose.ratio(19.76) == "20x" and prose.ratio(1.52) == "1.5x"
+    assert prose.interval(91.2, 197.4) == "91 to 197" and prose.interval(1.501, 1.499) == "1.5"
+    assert prose.rel(1.1, 1.0) == pytest.approx(0.1) and prose.rel(0.5, 0.0) == 0.5
+    assert prose.rel([3.0, 4.0], [0.0, 5.0]) == pytest.approx(np.hypot(3, 1) / 5)
+    with pytest.raises(ValueError, match="shapes"):
+        prose.rel([1.0, 2.0], [1.0])
+    assert prose.overlap((0.1, 0.3), (0.25, 0.5)) and not prose.overlap((0.1, 0.2), (0.3, 0.4))
+    assert prose.overlap((0.3, 0.1), (0.1, 0.0))                      # ends in any order, touching
+    with pytest.raises(ValueError, match="not a number"):
+        prose.number(float("inf"))
+
+
+def test_listing_reads_as_english():
+    assert prose.listing(["a"]) == "a" and prose.listing(["a", "b"]) == "a and b"
+    assert prose.listing(("layer 2", "layer 3", "layer 4")) == "layer 2, layer 3 and layer 4"
+    with pytest.raises(ValueError, match="nothing"):
+        prose.listing([])
