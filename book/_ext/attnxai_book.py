@@ -685,6 +685,9 @@ def _own_solutions(node, solution_type, chapter_type):
 
 #: A cell tag: the site shows the cell, print shows only its output (a chapter's imports).
 PRINT_OUTPUT_ONLY = "remove-input-print"
+#: A cell tag: the site shows the cell, print leaves it out (an expression wider than any page,
+#: whose size the text states instead).
+PRINT_NOTHING = "remove-cell-print"
 
 
 def _latex_transforms(app):
@@ -694,7 +697,8 @@ def _latex_transforms(app):
         """Before sphinx-jupyterbook-latex drops hidden cell parts (400): an output collapsed on
         the site (``hide-output``: a SymPy expression shown on request) is printed, since paper
         cannot be clicked (attnxai.printforms breaks it over lines); a cell tagged
-        ``remove-input-print`` loses its input in print only."""
+        ``remove-input-print`` loses its input in print only, one tagged ``remove-cell-print``
+        is left out of print."""
         default_priority = 390
 
         def apply(self, **kwargs):
@@ -716,6 +720,9 @@ def _latex_transforms(app):
                             cell.insert(at, nodes.raw("", "\\begingroup\\scriptsize\n",
                                                       format="latex"))
                 tags = (cell.get("cell_metadata") or {}).get("tags", [])
+                if PRINT_NOTHING in tags:
+                    cell.parent.remove(cell)
+                    continue
                 if PRINT_OUTPUT_ONLY in tags:
                     for part in list(cell.children):
                         if part.get("nb_element") == "cell_code_source":
