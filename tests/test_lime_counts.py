@@ -130,3 +130,20 @@ def test_replacement_sums(n, T, C_):
 def test_replacement_sums_reject_bad_shapes():
     with pytest.raises(ValueError, match="expected masks"):
         K.replacement_sums(np.ones((3, 4), bool), np.ones((5, 2)), np.ones((5, 2)))
+
+
+@pytest.mark.parametrize("n_heads", [1, 3, 6])
+@pytest.mark.parametrize("bow", [True, False])
+def test_both_backends_give_lime_the_same_bits(n_heads, bow):
+    """`backend="numpy"` (what `attnxai explain` uses for one run) and the compiled loops give the
+    same coefficients to the bit, both modes, any number of heads: X^T W y in row order on both
+    (a BLAS dot product in the numpy twin differed in the last bits)."""
+    from conftest import make_tiny
+
+    from attnxai import fastlime
+
+    pre = make_tiny(seed=3, n_heads=n_heads)
+    text = "a good film with a boring plot and a good story"
+    a, b = (fastlime.explain_instance(pre, text, num_samples=300, random_state=0, bow=bow,
+                                      backend=backend).coef for backend in ("numpy", "numba"))
+    assert np.array_equal(a, b)

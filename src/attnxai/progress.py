@@ -28,7 +28,15 @@ def interactive(stream: Any = None) -> bool:
             return True
     except (AttributeError, ValueError):                 # closed or not a file
         return False
-    return "ipykernel" in sys.modules
+    return _in_kernel()
+
+
+def _in_kernel() -> bool:
+    """Whether this process is a running Jupyter kernel (not merely one that imported ipykernel,
+    as a test session that executes notebooks does)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def bar(iterable: Iterable | None = None, *, disable: bool = False, per_step: bool = True,

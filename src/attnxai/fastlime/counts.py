@@ -19,7 +19,7 @@ rows.
 ``@jit`` from :mod:`attnxai.native`; the popcount is LLVM's ``ctpop``, one vector instruction on
 CPUs with AVX-512 VPOPCNTDQ) or their numpy twin (:func:`normal_equations_numpy`: the same
 ``C_g`` as exact float64 products of 0/1 matrices, summed with the same weights in the same
-order: the Gram matrix is equal to the bit; ``X^T W y`` to rounding).
+order, and ``X^T W y`` in row order: equal to the bit).
 """
 
 from __future__ import annotations
@@ -163,7 +163,10 @@ def normal_equations_numpy(masks: np.ndarray, kept: np.ndarray, y: np.ndarray, w
         if len(rows):
             xg = masks[rows].astype(np.float64)
             gram += wg[g] * (xg.T @ xg)
-    xtwy = (w * y) @ masks.astype(np.float64)
+    # one pass over the rows in order, as pack_rows adds them (add.accumulate is sequential; a
+    # BLAS dot product sums in another order and differs in the last bits)
+    xtwy = np.add.accumulate((w * y)[:, None] * masks.astype(np.float64), axis=0)[-1] \
+        if len(masks) else np.zeros(d)
     return gram, np.diag(gram).copy(), xtwy
 
 
