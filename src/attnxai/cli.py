@@ -148,12 +148,13 @@ def _info_run(args: argparse.Namespace) -> int:
 
 def _fingerprint(pre) -> dict:
     """The training machine's fingerprint from the metrics (None fields for a model trained
-    before it was recorded), and the weights' sha256 as loaded now: two machines compare
+    before it was recorded), and the digest of the weights as saved (the one rule,
+    :func:`attnxai.checkpoint.weights_sha256`, whatever dtype loaded them): two machines compare
     ``weights_sha256`` to know whether they trained the same weights."""
-    from .provenance import weights_sha256
+    from .checkpoint import weights_sha256
 
     recorded = pre.metrics.get("fingerprint") or {}
-    now = weights_sha256(pre.model.state_dict())
+    now = weights_sha256(pre.path)
     out = {"weights_sha256": now,
            **{k: recorded.get(k) for k in ("torch", "torch_cpu_capability", "cpu", "threads")}}
     if not recorded:
