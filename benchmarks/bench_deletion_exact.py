@@ -1,18 +1,15 @@
-"""Deletion with repeated words on full reviews: what the exact and sampled routes cost
-(:mod:`attnxai.theory.deletion_routes`), against one lime run at n = 5000 and the binomial
-positions, ratios in one run, one thread.
+"""Deletion with repeated words on full reviews: what the exact route would cost
+(:mod:`attnxai.theory.deletion_routes`), against one fast-LIME run at n = 5000 and the binomial
+positions, one thread. (The certified route: ``bench_deletion_sampled.py``.)
 
     ATTNXAI_IMDB_ARCHIVE=... python benchmarks/bench_deletion_exact.py [--reviews 3]
-        [--profile quick] [--configs 256] [--out book/data/deletion_speed.csv]
+        [--profile paper] [--out book/data/deletion_speed.csv]
 
 Per full-length (255-token) test review: its repeated words ``R`` (the exact route needs
 ``2^R`` configurations) and the exact route's cost against its budget; the time of one
-configuration (one chain pass, every head); the sampled route's Shapley values run to
-``--configs`` configurations with and without the control variate: the relative standard error
-(norm 2) it reached and its time; from these, the configurations and time that 1e-2 and 1e-3
-would need if the error keeps falling as ``1/sqrt(n)`` (an extrapolation, labelled as one); and,
-measured, one fast-LIME run at n = 5000 and the binomial positions' Shapley values. Prints a
-table; writes it as CSV with ``--out``.
+configuration (one chain pass, every head) and of all ``2^R`` (``exact_seconds``, extrapolated
+from it: labelled as such); one fast-LIME run at n = 5000 and the binomial positions' Shapley
+values, measured. Prints a table; writes it as CSV with ``--out``.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ import time
 import warnings
 
 
-def run(pre, text: str, configs: int) -> dict:
+def run(pre, text: str) -> dict:
     import numpy as np
 
     from attnxai import fastlime, theory
@@ -51,26 +48,14 @@ def run(pre, text: str, configs: int) -> dict:
         t0 = time.perf_counter()
         theory.shapley(pre, text, bow=True, positions="binomial")
         row["binomial_seconds"] = time.perf_counter() - t0
-    for control in (False, True):
-        t0 = time.perf_counter()
-        res = theory.deletion_game(pre, text, "shapley", route="sampled", tol=1e-6,
-                                   max_configs=configs, control=control)
-        sec = time.perf_counter() - t0
-        tag = "cv" if control else "plain"
-        row[f"{tag}_configs"], row[f"{tag}_seconds"] = res.configs, sec
-        row[f"{tag}_rel_se"] = res.rel_error
-        for tol in (1e-2, 1e-3):     # extrapolated: the error as 1/sqrt(n)
-            need = res.configs * (res.rel_error / tol) ** 2
-            row[f"{tag}_configs_to_{tol:g} (extrapolated)"] = need
-            row[f"{tag}_seconds_to_{tol:g} (extrapolated)"] = need * per_config
+    row["exact_seconds (extrapolated)"] = per_config * 2.0 ** lay.R
     return row
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reviews", type=int, default=3)
-    ap.add_argument("--profile", default="quick")
-    ap.add_argument("--configs", type=int, default=256)
+    ap.add_argument("--profile", default="paper")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     import pandas as pd
@@ -84,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         pre = attnxai.load(attnxai.pretrained(args.profile, progress=False).path,
                            dtype=torch.float64)
         texts = full_length_reviews(attnxai.load_imdb(), args.reviews, pre.model.max_len)
-        rows = [run(pre, t, args.configs) | {"review": i} for i, t in enumerate(texts)]
+        rows = [run(pre, t) | {"review": i} for i, t in enumerate(texts)]
     df = pd.DataFrame(rows)
     pd.set_option("display.width", 200)
     print(df.T.to_string())

@@ -69,6 +69,10 @@ FERRET = ("tests/test_faithfulness_ferret.py::test_untied_scores_equal_ferrets_e
           "tests/test_faithfulness.py::test_cls_is_never_removed_and_curve_endpoints")
 
 PROPERTIES = ("tests/test_properties.py",)
+SAMPLED = tuple(f"tests/test_theory_deletion_exact.py::test_{t}" for t in (
+    "sampled_route_scatters_around_the_enumeration_as_its_standard_errors_say",
+    "sampled_route_pools_to_the_truth", "sampled_route_stops_at_its_tolerance_or_says_it_did_not",
+    "linear_sums_by_enumeration", "subset_masks_are_uniform"))
 
 _DIST = ("theory/lime_text.py", "return 100.0 * (1.0 - np.sqrt((d - s) / d))",
          "return 100.0 * (1.0 - (d - s) / d)", "lime's distance without its square root")
@@ -118,6 +122,30 @@ MUTANTS: tuple[Mutant, ...] = (
            equivalent="omega_n multiplies B_n(j) = v(all), the same for every j, so it adds one "
                       "constant to every on_j, which phi_j = on_j - mean_k on_k + ... cancels "
                       "(per token before the per-word sums): no value of shapley() changes"),
+    # ---- deletion with repeated words: the certified (sampled) route
+    Mutant("sampled-size-law", "theory/deletion_sampled.py",
+           "np.where(W > 0, logC + np.log(", "np.where(W > 0, 0 * logC + np.log(",
+           "the sampled route's law of the kept size without C(d, m)", tests=SAMPLED),
+    Mutant("sampled-linear-pairs", "theory/deletion_sampled.py",
+           "comb(d - 2, m - 2) * W", "comb(d - 2, m - 1) * W",
+           "the control game's sums with the pairs' count one size off", tests=SAMPLED),
+    Mutant("sampled-shapley-endpoint", "theory/deletion_routes.py",
+           'const_s = const if value == "shapley" else np.zeros_like(const)',
+           "const_s = np.zeros_like(const)",
+           "the sampled Shapley values without (f(all) - f(empty)) / d", tests=SAMPLED),
+    Mutant("sampled-stderr", "theory/deletion_routes.py",
+           "se = per_batch.std(axis=0, ddof=1) / math.sqrt(per_batch.shape[0])",
+           "se = per_batch.std(axis=0, ddof=1) / per_batch.shape[0]",
+           "the batch means' standard error over nb instead of sqrt(nb)", tests=SAMPLED),
+    Mutant("sampled-shuffle", "theory/deletion_sampled.py",
+           "k = j + np.random.randint(0, d - j)", "k = np.random.randint(0, d - j)",
+           "the partial Fisher-Yates shuffle drawing from the wrong range", tests=SAMPLED),
+    Mutant("sampled-importance-weight", "theory/deletion_sampled.py",
+           "wts = self.Z * self.q[sizes] / self.qs[sizes]", "wts = self.Z + 0 * self.qs[sizes]",
+           "the adapted law's draws without their importance weights", tests=SAMPLED),
+    Mutant("sampled-empty-set", "theory/deletion_sampled.py",
+           "out[:, 0] = W[0] * r[0] + W[d] * r[1]", "out[:, 0] = W[d] * r[1]",
+           "the empty set's exact term left out of G_0", tests=SAMPLED),
     Mutant("shapley-efficiency-term", "theory/shapley_values.py",
            "((full - empty) / n)[:, None]", "((full - empty) / (n + 1))[:, None]",
            "the chain's efficiency term over n + 1", label="prop-shapley-chain"),

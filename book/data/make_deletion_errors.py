@@ -9,14 +9,17 @@ exact route's regime map on real reviews. Writes, in ``book/data/``:
   scale 1 and 3) and ``random models, position-heavy`` (word scale 0.1 and 0.3), documents of
   6 to 12 words with a quarter or half of the tokens repeated; ``trained model, review
   beginnings`` (the first ``--tokens`` tokens of the first ``--reviews`` test reviews in the
-  book's order, normalised).
+  book's order, normalised); ``trained model, full reviews`` (the first ``--full-reviews``
+  full-length test reviews, against the certified route to ``--tol``, whose own stated error
+  is in ``reference_rel_se``: the exact route cannot reach them; for Shapley also the efficiency
+  gap ``|sum phi - (v(all) - v(empty))| / max(1, |logit|)`` of both).
 * ``deletion_regime.csv``: per test review (the first ``--regime`` of the book's order,
   normalised, 255 tokens at most): tokens, distinct words ``d``, repeated words ``R`` (the exact
   route's ``2^R`` configurations), the largest number of "open" repeated words at once (first
   occurrence behind, last ahead), and the exact route's cost in chain cells.
 
-    python book/data/make_deletion_errors.py [--profile quick] [--reviews 20] [--tokens 50]
-        [--regime 3000]
+    python book/data/make_deletion_errors.py [--profile paper] [--reviews 20] [--tokens 50]
+        [--regime 3000] [--full-reviews 50] [--tol 1e-2]
 
 One thread. Every file starts with ``#`` lines: the command, the code, the wall time.
 """
@@ -96,6 +99,38 @@ def trained_rows(pre, data, n_reviews: int, n_tokens: int) -> list[dict]:
     return rows
 
 
+def full_review_rows(pre, data, n_reviews: int, tol: float) -> list[dict]:
+    """The binomial positions on the first ``n_reviews`` full-length test reviews (255 tokens),
+    where the exact route is out of reach, against the certified route (``route="sampled"`` to a
+    relative standard error ``tol``; its stated error is in ``reference_rel_se``)."""
+    from attnxai import theory
+    from attnxai.experiment.lime_corpus import full_length_reviews
+
+    from attnxai.theory import shapley_values as sv
+    from attnxai.theory.lime_inputs import resolve, tables
+
+    rows = []
+    for i, text in enumerate(full_length_reviews(data, n_reviews, pre.model.max_len)):
+        model, ids, _ = resolve(pre, text, True, None)
+        full, empty = sv.endpoint_values(tables(model, ids, 1), "delete")
+        span = float((full - empty).mean())              # v(all) - v(empty), the logit's
+        scale = max(1.0, abs(float(full.mean())))
+        approx = {"LIME": theory.lime_limit(pre, text, bow=True, positions="binomial"),
+                  "Shapley": theory.shapley(pre, text, bow=True, positions="binomial"),
+                  "Banzhaf": theory.banzhaf(pre, text, bow=True, positions="binomial")}
+        for value, a in approx.items():
+            ref = theory.deletion_game(pre, text, value.lower(), route="sampled", tol=tol, seed=i)
+            rows.append({"population": "trained model, full reviews",
+                         "doc": f"full-length test review {i}", "d": ref.values.size,
+                         "n_repeated": ref.n_repeated, "tokens": len(text.split(" ")),
+                         "value": value, "approximation": "binomial positions",
+                         "rel_error": _rel(a, ref.values), "reference_rel_se": ref.rel_error,
+                         **({"efficiency_gap": abs(float(a.sum()) - span) / scale,
+                             "reference_efficiency_gap": abs(float(ref.values.sum()) - span)
+                             / scale} if value == "Shapley" else {})})
+    return rows
+
+
 def open_words(tokens: list[str]) -> int:
     """The largest number of repeated words whose first occurrence is at or before a token and
     whose last is after it."""
@@ -145,10 +180,13 @@ def write(path: Path, rows: list[dict], argv: list[str], seconds: float) -> None
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default="quick")
+    ap.add_argument("--profile", default="paper")
     ap.add_argument("--reviews", type=int, default=20)
     ap.add_argument("--tokens", type=int, default=50)
     ap.add_argument("--regime", type=int, default=3000)
+    ap.add_argument("--full-reviews", type=int, default=50,
+                    help="full-length reviews measured against the sampled route")
+    ap.add_argument("--tol", type=float, default=1e-2, help="the sampled reference's tolerance")
     ap.add_argument("--out", type=Path, default=HERE)
     args = ap.parse_args(argv)
     import torch
@@ -164,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         write(args.out / "deletion_regime.csv", regime_rows(pre, data, args.regime), argv,
               time.time() - t0)
         t0 = time.time()
-        rows = random_rows() + trained_rows(pre, data, args.reviews, args.tokens)
+        rows = (random_rows() + trained_rows(pre, data, args.reviews, args.tokens)
+                + full_review_rows(pre, data, args.full_reviews, args.tol))
         write(args.out / "deletion_errors.csv", rows, argv, time.time() - t0)
     return 0
 

@@ -10,9 +10,10 @@ this book's limit; built from :mod:`~attnxai.theory.lime_inputs`,
 :mod:`~attnxai.theory.lime_symbolic`; :mod:`~attnxai.theory.lime_exhaustive` computes the limit by
 brute force on short documents and maps where the closed forms hold),
 :mod:`~attnxai.theory.approximations` (the table the corpus experiment compares with LIME);
-deletion with repeated words, exact or certified (:mod:`~attnxai.theory.lime_repeats`,
-:mod:`~attnxai.theory.deletion_routes`; ``theory.deletion_game(pre, text, "shapley")`` says
-which route ran and its error);
+deletion with repeated words, exact or certified (:mod:`~attnxai.theory.lime_repeats`, the
+exact route; :mod:`~attnxai.theory.deletion_sampled`, the certified one;
+:mod:`~attnxai.theory.deletion_routes` chooses; ``theory.deletion_game(pre, text, "shapley")``
+says which route ran and its error);
 beyond the paper (chapter 9): :mod:`~attnxai.theory.shapley_values` (Shapley and Banzhaf values of the
 words, ``theory.shapley(pre, text, bow=...)``, ``theory.banzhaf``, the curves ``delta_j(p)``),
 :mod:`~attnxai.theory.ig_theorem` (``theory.integrated_gradients(pre, text)``), their

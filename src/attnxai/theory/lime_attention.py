@@ -59,7 +59,7 @@ from .. import validate
 from ..textmodel import Pretrained
 from ..model import AttentionClassifier
 from .deletion_routes import (DEFAULT_BUDGET, DEFAULT_TOL, binomial_error_text, deletion_values,
-                              exact_cost)
+                              exact_cost, sampled_cost_text)
 from .lime_chain import chain_gammas, solve_sigma
 from .lime_formula import lime_paper
 from .lime_independent import EXPECTATION_METHODS, POSITIONS, Effects, profile_effects
@@ -102,7 +102,8 @@ def _warn_approximation(removal: str, law: str, positions: str, given: bool) -> 
             "(every configuration of the repeated words) costs more than its budget: the answer "
             "is the binomial-position approximation (attnxai.theory.lime_binomial)")
         exact = ("positions='exact' (any cost) or positions='sampled' (a certified estimate to "
-                 "tol; attnxai.theory.deletion_game gives its standard error)")
+                 "tol, attnxai.theory.deletion_game gives its standard error: "
+                 f"{sampled_cost_text('LIME')})")
     elif removal == "replace":
         name, what = "independent removal", (
             "under replacement (bow=False) the default is independent removal at each kept "

@@ -73,7 +73,7 @@ from ..model import AttentionClassifier
 from ..textmodel import Pretrained
 from ..threads import one_blas_thread
 from .deletion_routes import (BINOMIAL_ERRORS, DEFAULT_BUDGET, DEFAULT_TOL, binomial_error_text,
-                              deletion_values, exact_cost, size_weights)
+                              deletion_values, exact_cost, sampled_cost_text, size_weights)
 from .lime_chain import chain_profile, chain_sums, replace_terms
 from .lime_binomial import binomial_effects
 from .lime_inputs import Tables, feature_owner, resolve, tables
@@ -223,7 +223,7 @@ def _warn_binomial(value: str) -> None:
         f"the answer uses the binomial-position approximation (attnxai.theory.lime_binomial); "
         f"{binomial_error_text('Shapley' if value == 'curves' else value)}. Exact: positions='exact' (any cost); a certified "
         f"estimate: positions='sampled' (attnxai.theory.deletion_game gives its standard "
-        f"error); passing positions='binomial' chooses the approximation without this warning",
+        f"error; {sampled_cost_text('Shapley' if value == 'curves' else value)}); passing positions='binomial' chooses the approximation without this warning",
         LimitApproximationWarning, stacklevel=stacklevel())
 
 

@@ -1,0 +1,274 @@
+"""Deletion with repeated words, certified: an unbiased Monte Carlo estimate of LIME's limit, the
+Shapley and Banzhaf values and the effects, with its standard error, stopped at a tolerance.
+
+Every value ``V`` the book computes under deletion is linear in the game ``f`` (the model's
+output with the kept set ``S`` of lime's words) through the sums of
+:mod:`attnxai.theory.lime_repeats`::
+
+    G_0 = sum_S W(|S|) f(S),        G_j = sum_{S containing j} W(|S|) f(S)
+
+(``W`` the weight of one kept set of each size: :func:`~attnxai.theory.deletion_routes.
+size_weight`). The sizes ``m = 0`` and ``m = d`` hold one set each and are summed exactly; for
+the others, draw ``m`` with probability ``mass_m / Z``, ``mass_m = C(d, m) W(m)``, ``Z = sum_m
+mass_m`` over ``0 < m < d``, then ``S`` uniformly among the sets of that size: ``Z [1, z_S]
+f(S)`` has mean their part of ``G`` exactly. When that law is symmetric (``m <-> d - m``: the
+Shapley and Banzhaf weights) each drawn set comes with its complement, whose residual is
+correlated with it (antithetic pairs). Each draw costs one model evaluation, ``O(tokens)`` per
+head (:class:`attnxai.fastlime.evaluate.DeleteEvaluator`, the model's own float64 tables).
+
+**Control variate.** A linear game ``b(S) = beta_0 + beta . z_S`` has sums ``G(b)`` in closed
+form (:func:`linear_sums`), so ``G(f) = G(b) + G(f - b)`` and only the residual ``f - b`` is
+sampled. ``beta`` is the least-squares fit of ``f`` on a *pilot* sample that the estimate does
+not reuse, so the estimate stays unbiased given it. The residual is what lime's own regression
+leaves; ``control=False`` uses ``b = f(all)`` instead (``benchmarks/bench_deletion_sampled.py``
+measures the samples the fit saves).
+
+**Standard error.** Draws come in batches; each batch gives its own estimate of ``V`` (the value
+map is linear), and the standard error is their spread over the square root of the number of
+batches (batch means, at least :data:`MIN_BATCHES`). Batches are added until
+``||stderr||_2 <= tol ||V||_2`` or ``max_evals`` evaluations (the result then says
+``converged=False``).
+
+**What it costs on the paper model's full reviews** is measured by
+``benchmarks/bench_deletion_sampled.py`` and stated in :mod:`attnxai.theory.deletion_routes`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..native import jit
+from ..threads import one_blas_thread
+from .lime_inputs import Tables, feature_owner
+
+__all__ = ["BATCH", "MIN_BATCHES", "SampledSums", "linear_sums", "sample_sums", "size_law"]
+
+#: Draws per batch (one batch estimate of the values each).
+BATCH = 4096
+#: Batches the standard error rests on, at least (batch means: its own relative error is about
+#: ``1 / sqrt(2 (batches - 1))``, 24 % at 10).
+MIN_BATCHES = 10
+
+
+def size_law(W: np.ndarray) -> tuple[np.ndarray, float]:
+    """(the law of the kept size ``m = 0..d`` the draws follow, ``Z``): ``mass_m = C(d, m) W(m)``
+    normalised, and its total ``Z``."""
+    from scipy.special import gammaln
+
+    W = np.asarray(W, dtype=np.float64)
+    d = W.size - 1
+    m = np.arange(d + 1)
+    logC = gammaln(d + 1) - gammaln(m + 1) - gammaln(d - m + 1)
+    with np.errstate(divide="ignore"):
+        logmass = np.where(W > 0, logC + np.log(np.where(W > 0, W, 1.0)), -np.inf)
+    top = logmass.max()
+    mass = np.exp(logmass - top)
+    total = mass.sum()
+    return mass / total, float(total * math.exp(top))
+
+
+def linear_sums(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """``G`` (K, d + 1) of the linear games ``b_k(S) = beta[k, 0] + beta[k, 1:] . z_S`` exactly:
+    ``G_0 = sum_m C(d, m) W(m) (beta_0 + (m / d) sum beta)`` and ``G_j = sum_m [C(d-1, m-1) (beta_0
+    + beta_j) + C(d-2, m-2) (sum beta - beta_j)] W(m)``."""
+    from scipy.special import comb
+
+    W = np.asarray(W, dtype=np.float64)
+    d = W.size - 1
+    m = np.arange(d + 1)
+    b0, bj = beta[:, :1], beta[:, 1:]
+    tot = bj.sum(axis=1, keepdims=True)
+    c_all = float(np.sum(comb(d, m) * W))
+    c_in = float(np.sum(comb(d - 1, m - 1) * W)) if d >= 1 else 0.0      # sets holding j
+    c_two = float(np.sum(comb(d - 2, m - 2) * W)) if d >= 2 else 0.0     # holding j and k
+    g0 = c_all * b0 + float(np.sum(comb(d, m) * W * m)) / max(d, 1) * tot
+    gj = c_in * (b0 + bj) + c_two * (tot - bj)
+    return np.concatenate([g0, gj], axis=1)
+
+
+@jit()
+def _subset_masks(seed, sizes, d, out, dense):
+    """``out[i]`` (uint8, for the model) and ``dense[i]`` (float64, for the sums): a uniformly
+    random set of ``sizes[i]`` of ``d`` features, by a partial Fisher-Yates shuffle per row
+    (numba's own Mersenne Twister, seeded by ``seed``) that draws the kept features or, when
+    fewer, the dropped ones."""
+    np.random.seed(seed)
+    idx = np.empty(d, dtype=np.int64)
+    for i in range(sizes.size):
+        m = sizes[i]
+        flip = m > d - m                    # draw the d - m dropped features instead
+        fill = 1 if flip else 0
+        draw = d - m if flip else m
+        for j in range(d):
+            idx[j] = j
+            out[i, j] = fill
+            dense[i, j] = fill
+        for j in range(draw):
+            k = j + np.random.randint(0, d - j)
+            t = idx[j]
+            idx[j] = idx[k]
+            idx[k] = t
+            out[i, idx[j]] = 1 - fill
+            dense[i, idx[j]] = 1 - fill
+
+
+class _Game:
+    """The deletion game of one document, per head: ``heads(masks (n, d) uint8) -> (n, K)``."""
+
+    def __init__(self, tb: Tables, feats: list[np.ndarray]):
+        from ..fastlime.evaluate import DeleteEvaluator
+
+        owner = feature_owner(feats, tb.T)
+        self.ev = DeleteEvaluator(tb.projections.document(tb.ids, tb.target), owner)
+        if not self.ev.ok:
+            raise ValueError("the sampled route needs attention scores within "
+                             "fastlime.evaluate.MAX_SCORE_RANGE of each other (exp underflows)")
+        self.K, self.d, self.evaluations = tb.n_heads, len(feats), 0
+
+    def heads(self, masks: np.ndarray) -> np.ndarray:
+        ev = self.ev
+        r, counts = ev.sums(np.ascontiguousarray(masks, dtype=np.uint8))
+        num, den = r[:, :self.K] + ev.cls_num, r[:, self.K:] + ev.cls_den
+        if ev.fill_num is not None:
+            num, den = num + ev.fill_num[counts], den + ev.fill_den[counts]
+        self.evaluations += len(masks)
+        return num / den
+
+
+@dataclass
+class SampledSums:
+    """The estimate of ``G`` (K, d + 1) per head, each batch's estimate ``batches``
+    (nb, K, d + 1), the pilot's slopes ``beta`` (K, d + 1), evaluations spent."""
+
+    G: np.ndarray
+    batches: np.ndarray
+    beta: np.ndarray
+    evaluations: int
+
+
+class _Draws:
+    """Batches of draws, seeded (batch ``i`` always holds the same sets for a given seed): the
+    size ``m`` from the sampling law ``qs`` (the value's own law ``q`` until :meth:`adapt`), the
+    set uniformly among those of that size, and each draw's weight ``Z q_m / qs_m``."""
+
+    def __init__(self, W: np.ndarray, seed: int):
+        # the sizes 0 and d hold one set each: summed exactly (:func:`_end_sums`), not drawn
+        mid = np.asarray(W, dtype=np.float64).copy()
+        mid[0] = mid[-1] = 0.0
+        self.q, self.Z = size_law(mid)
+        self.qs = self.q
+        self.d = W.size - 1
+        self.seed = int(seed)
+        # a law symmetric in m <-> d - m (Shapley, Banzhaf) draws each set with its complement:
+        # both have the law, and their residuals correlate, which cuts the variance
+        self.paired = bool(np.allclose(self.q, self.q[::-1], rtol=1e-12, atol=0))
+
+    def adapt(self, rms: np.ndarray) -> None:
+        """Draw size ``m`` in proportion to ``q_m rms_m`` (``rms_m`` the root mean square of a
+        draw's contribution to the values at that size: the allocation that minimises the
+        variance), mixed with a tenth of ``q`` so that no weight exceeds ``10 Z``."""
+        opt = self.q * rms
+        if self.paired:
+            opt = (opt + opt[::-1]) / 2
+        if opt.sum() > 0 and np.all(np.isfinite(opt)):
+            self.qs = 0.9 * opt / opt.sum() + 0.1 * self.q
+
+    def batch(self, i: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(masks (n, d) uint8, the same as float64, weights (n,))."""
+        rng = np.random.default_rng([self.seed, i])
+        half = n // 2 if self.paired else n
+        sizes = rng.choice(self.d + 1, size=half, p=self.qs).astype(np.int64)
+        masks = np.empty((n, self.d), dtype=np.uint8)
+        dense = np.empty((n, self.d), dtype=np.float64)
+        _subset_masks(int(rng.integers(2**31 - 1)), sizes, self.d, masks[:half], dense[:half])
+        wts = self.Z * self.q[sizes] / self.qs[sizes]
+        if self.paired:                  # the complement's size d - m has the same weight
+            masks[half:] = 1 - masks[:half]
+            dense[half:] = 1.0 - dense[:half]
+            wts = np.concatenate([wts, wts])
+        return masks, dense, wts
+
+
+def _end_sums(game: _Game, W: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """The residual's part of ``G`` (K, d + 1) from the two sets the draws leave out: every word
+    deleted (``m = 0``) and none (``m = d``)."""
+    d = game.d
+    ends = np.zeros((2, d), dtype=np.uint8)
+    ends[1] = 1
+    r = game.heads(ends) - (beta[:, 0] + ends.astype(np.float64) @ beta[:, 1:].T)   # (2, K)
+    out = np.zeros((game.K, d + 1))
+    out[:, 0] = W[0] * r[0] + W[d] * r[1]
+    out[:, 1:] = (W[d] * r[1])[:, None]
+    return out
+
+
+def _pilot(game: _Game, draws: _Draws, control: bool, full: np.ndarray, value_fn,
+           judged: slice) -> np.ndarray:
+    """A pilot batch (not reused by the estimate) sets the control game and the sampling law:
+    returns the control game's coefficients (K, d + 1), the least squares fit of ``f`` on
+    ``[1, z]`` (``control=False``: ``[f(all), 0...]``), and adapts ``draws`` to the root mean
+    square, per size, of each pilot draw's contribution to the values."""
+    K, d = game.K, game.d
+    X, Xf, _ = draws.batch(2**31 - 1, max(BATCH, 8 * (d + 1)))
+    y = game.heads(X)
+    beta = np.zeros((K, d + 1))
+    A = np.concatenate([np.ones((len(X), 1)), Xf], axis=1)
+    if control:
+        with one_blas_thread():
+            beta = np.linalg.lstsq(A, y, rcond=None)[0].T                # (K, d + 1)
+    else:
+        beta[:, 0] = full
+    r = y - A @ beta.T                                                  # (n, K)
+    zero = value_fn(np.zeros((K, d + 1)))[judged]
+    contrib = value_fn(r[:, :, None] * A[:, None, :])[:, judged] - zero   # (n, n_values)
+    c2 = np.sum(contrib ** 2, axis=1)
+    sizes = X.sum(axis=1).astype(np.int64)
+    count = np.bincount(sizes, minlength=d + 1)
+    total = np.bincount(sizes, c2, minlength=d + 1)
+    seen = np.flatnonzero(count)
+    if seen.size:
+        ms = np.arange(d + 1)
+        rms = np.sqrt(np.interp(ms, seen, total[seen] / count[seen]))
+        rms = np.convolve(np.pad(rms, 2, mode="edge"), np.ones(5) / 5, mode="valid")
+        draws.adapt(rms)
+    return beta
+
+
+def sample_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, value_fn, *, tol: float,
+                seed: int, control: bool, max_evals: int, full: np.ndarray,
+                judged: slice = slice(None)) -> SampledSums:
+    """Batches of draws until the values ``value_fn(G (..., K, d + 1)) -> (..., n_values)`` (the
+    head mean; affine in ``G``) have ``||stderr[judged]|| <= tol ||values[judged]||`` or
+    ``max_evals`` evaluations are spent (pilot included). ``full`` (K,): every head's output on
+    the whole document."""
+    game = _Game(tb, feats)
+    draws = _Draws(np.asarray(W, dtype=np.float64), seed)
+    beta = _pilot(game, draws, control, full, value_fn, judged)
+    Gb = linear_sums(W, beta) + _end_sums(game, np.asarray(W, dtype=np.float64), beta)
+    parts: list[np.ndarray] = []         # each batch's estimate of G - G(b), (K, d + 1)
+    vals: list[np.ndarray] = []          # each batch's values (judged part), computed once
+    with one_blas_thread():
+        while True:
+            X, Xf, wts = draws.batch(len(parts), BATCH)
+            r = game.heads(X) - (beta[:, 0] + Xf @ beta[:, 1:].T)         # (n, K) residuals
+            rw = r * wts[:, None]
+            s0 = rw.sum(axis=0)[:, None]
+            sj = rw.T @ Xf                                                  # (K, d)
+            parts.append(np.concatenate([s0, sj], axis=1) / len(X))
+            vals.append(value_fn(Gb + parts[-1])[judged])
+            if len(parts) >= MIN_BATCHES:
+                se = _stderr(np.asarray(vals))
+                val = np.mean(vals, axis=0)            # = value_fn(mean) (the map is affine)
+                if (np.linalg.norm(se) <= tol * np.linalg.norm(val)
+                        or game.evaluations + BATCH > max_evals):
+                    batches = Gb + np.asarray(parts)
+                    return SampledSums(batches.mean(axis=0), batches, beta, game.evaluations)
+
+
+def _stderr(per_batch: np.ndarray) -> np.ndarray:
+    """Standard error of the mean of the batch estimates (nb, n_values)."""
+    nb = per_batch.shape[0]
+    return per_batch.std(axis=0, ddof=1) / math.sqrt(nb)
