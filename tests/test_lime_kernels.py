@@ -193,6 +193,13 @@ def test_delete_sums_numba_equals_numpy_to_the_bit(K_):
         out, counts = np.full_like(a, np.nan), np.full(len(masks), -1, dtype=np.int64)
         K.delete_sums(masks, word_index, A, B, out, counts)
         assert np.array_equal(out, a) and np.array_equal(counts, ca)
+    # nonzero = kept: uint8 masks with values other than 1 (the vector loop needs 0/1 bytes)
+    wide = masks.astype(np.uint8) * np.uint8(7) + (masks != 0).astype(np.uint8) * np.uint8(200)
+    c, cc, _ = K.deletion_sums(wide, word_index, A, B, backend="numba")
+    assert np.array_equal(c, a) and np.array_equal(cc, ca)
+    out = np.full_like(a, np.nan)
+    K.delete_sums(wide, word_index, A, B, out, counts)
+    assert np.array_equal(out, a)
 
 
 @pytest.mark.parametrize("K_", [1, 6])
