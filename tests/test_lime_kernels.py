@@ -319,3 +319,19 @@ def test_compiled_kernels_are_cached_on_disk_and_git_ignored():
         except FileNotFoundError:
             pytest.skip("git not installed")
         assert chk.returncode == 0 and len(chk.stdout.splitlines()) == len(files), chk
+
+
+@needs_numba
+@pytest.mark.parametrize("K_", [2, 6, 9])
+def test_plain_python_delete_sums_equals_the_compiled(K_, monkeypatch):
+    """Without numba, delete_sums runs as Python with _group_sums_py in place of the vector
+    intrinsic: the same bits."""
+    rng = np.random.default_rng(20 + K_)
+    masks, word_index, A, B = random_deletion_problem(rng, K_, n=9, d=7, T=11, dtype=np.uint8)
+    masks[3] *= 5                                          # nonzero = kept
+    compiled, ccounts = np.empty((9, 2 * K_)), np.empty(9, dtype=np.int64)
+    K.delete_sums(masks, word_index, A, B, compiled, ccounts)
+    monkeypatch.setattr(K, "_group_sums", K._group_sums_py)
+    plain, pcounts = np.empty_like(compiled), np.empty_like(ccounts)
+    K.delete_sums.py_func(masks, word_index, A, B, plain, pcounts)
+    assert np.array_equal(plain, compiled) and np.array_equal(pcounts, ccounts)

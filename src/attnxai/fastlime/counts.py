@@ -107,6 +107,19 @@ def pack_rows(masks, kept, w, y, starts, bits, bits_t, wg, xtwy):
 
 _LANES = 8     # columns of X^T W X per vector of _gram_lanes (8 x uint64: one AVX-512 register)
 
+
+def _gram_lanes_py(bits, bits_t, starts, wg, j, l0, out):
+    """The plain-Python :func:`_gram_lanes` (without numba; never used for speed)."""
+    for ll in range(_LANES):
+        acc = 0.0
+        for g in range(starts.shape[0] - 1):
+            if starts[g] < starts[g + 1]:
+                c = sum(int(bits_t[j, w] & bits[w, l0 + ll]).bit_count()
+                        for w in range(starts[g], starts[g + 1]))
+                acc += wg[g] * float(c)
+        out[ll] = acc
+
+
 if numba is not None:
     @_intrinsic
     def _gram_lanes(typingctx, bits, bits_t, starts, wg, j, l0, out):
@@ -194,15 +207,7 @@ if numba is not None:
             return context.get_dummy_value()
         return sig, codegen
 else:
-    def _gram_lanes(bits, bits_t, starts, wg, j, l0, out):     # plain Python, never for speed
-        for ll in range(_LANES):
-            acc = 0.0
-            for g in range(starts.shape[0] - 1):
-                if starts[g] < starts[g + 1]:
-                    c = sum(_popcount(bits_t[j, w] & bits[w, l0 + ll])
-                            for w in range(starts[g], starts[g + 1]))
-                    acc += wg[g] * float(c)
-            out[ll] = acc
+    _gram_lanes = _gram_lanes_py
 
 
 @jit()
