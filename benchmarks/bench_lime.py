@@ -30,6 +30,28 @@ It prints one row per review and mode, then per mode the median and range over t
 ``lime / fast`` and ``fast / floor`` and the median profile. The largest coefficient difference to
 lime is shown (the model runs in float64, so both compute the same numbers); the exit status is 1
 if a coefficient differs by more than 1e-8. ``--numpy`` also times the numpy twins of the loops.
+
+Measured 2026-12-02, commit d614654 (the deletion sums and ``X^T W X`` as LLVM vectors, the
+projections kept per model), ``--reviews 10 --profile paper`` (``paper-b287d8a53a883860``), on a
+2-core AMD EPYC (Zen 4, AVX-512) virtual machine shared with two other engineers' jobs (load
+average 2.0 to 4.0 during the runs; the absolute times move with it by a third, the ratios less),
+three runs of the same code::
+
+      bow=True : lime / fast 205 [139, 238] (wall time: 208 [110, 323]); fast / floor 2.23 [2.10, 2.43]; fast 9.16 ms, lime 1.92 s
+          setup 1.42 (15%), sample 2.91 (32%), weights 0.07 (1%), outputs 2.56 (28%), normal 0.96 (11%), solve 0.35 (4%), other 1.09 (12%)
+          the stream's words alone 0.26 ms (numpy's random_raw 3.57 ms); sampling takes 11.0x that; the dense Gram product 5.45 ms = 5.7x the count-based normal equations
+      bow=False: lime / fast 288 [216, 347] (wall time: 278 [221, 489]); fast / floor 1.82 [1.75, 2.05]; fast 14.14 ms, lime 4.33 s
+          setup 1.65 (12%), sample 4.42 (31%), weights 0.10 (1%), outputs 3.32 (23%), normal 3.23 (23%), solve 0.89 (6%), other 1.17 (8%)
+          the stream's words alone 0.44 ms (numpy's random_raw 5.66 ms); sampling takes 10.1x that; the dense Gram product 11.67 ms = 3.6x the count-based normal equations
+
+and in the two other runs ``bow=True`` 186 [130, 248] and 191 [153, 244], ``bow=False`` 256
+[219, 316] and 278 [231, 331]; every coefficient equal to lime's to 3.0e-14. Before (commit
+9c84381, load average 0.4): ``bow=True`` 165 [137, 226], fast 13.94 ms (outputs 5.14 ms,
+sample 3.47, setup 2.07), ``bow=False`` 256 [230, 267]. Deletion's 200x is reached in one run
+of three: its time is now mostly lime's random stream (11x the time of generating the words it
+consumes: each draw's test ``i -= v <= i`` is a dependency chain of about 3 cycles, measured
+alone) and the model on the masks (4 samples x 255 tokens at a time: about 5 cycles per sample
+and token, against 3 for its vector multiplications alone).
 """
 
 from __future__ import annotations

@@ -424,3 +424,26 @@ def test_random_state_on_another_bit_generator(model64, reviews):
                              num_features=res.num_features, num_samples=200)
     assert_same(res, e)
     assert ours.random_sample() == theirs.random_sample()
+
+
+def test_projections_follow_the_weights(reviews):
+    """The fast path keeps a model's projections between calls (fastlime.problem.projections);
+    changing the weights in place (an optimiser step, load_state_dict) must be seen."""
+    from attnxai.fastlime.problem import projections
+
+    pre = make_tiny(max_len=256, seed=5)
+    text = reviews["medium"]
+    kw = dict(bow=True, num_samples=300, random_state=3)
+    before = L.explain_instance(pre, text, **kw)
+    assert projections(pre.model) is projections(pre.model)           # kept
+    saved = {k: v.clone() for k, v in pre.model.state_dict().items()}
+    with torch.no_grad():
+        pre.model.W_q.mul_(1.5)
+        pre.model.W_e[3:40] += 0.2
+    changed = L.explain_instance(pre, text, **kw)
+    fresh = make_tiny(max_len=256, seed=5)
+    fresh.model.load_state_dict(pre.model.state_dict())
+    assert np.array_equal(changed.coef, L.explain_instance(fresh, text, **kw).coef)
+    assert not np.allclose(changed.coef, before.coef)
+    pre.model.load_state_dict(saved)
+    assert np.array_equal(L.explain_instance(pre, text, **kw).coef, before.coef)

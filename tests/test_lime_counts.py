@@ -147,3 +147,24 @@ def test_both_backends_give_lime_the_same_bits(n_heads, bow):
     a, b = (fastlime.explain_instance(pre, text, num_samples=300, random_state=0, bow=bow,
                                       backend=backend).coef for backend in ("numpy", "numba"))
     assert np.array_equal(a, b)
+
+
+@needs_numba
+@pytest.mark.parametrize("d,n", [(7, 3000), (65, 200)])
+def test_plain_python_count_gram_equals_the_compiled(d, n, monkeypatch):
+    """Without numba, count_gram runs as Python with _gram_lanes_py in place of the vector
+    intrinsic: the same bits (groups of several words, of one, and empty ones)."""
+    masks, kept, w, y = lime_problem(d, n, 11 * d + n)
+    z = np.ascontiguousarray(masks).view(np.uint8)
+    _, starts = C.count_groups(kept, d)
+    W = int(starts[-1])
+    bits = np.zeros((W, C._row_stride(d)), dtype=np.uint64)
+    bits_t = np.zeros((d, W), dtype=np.uint64)
+    wg, xtwy = np.zeros(d + 1), np.zeros(d)
+    C.pack_rows(z, kept, w, y, starts, bits, bits_t, wg, xtwy)
+    compiled = np.zeros((d, d))
+    C.count_gram(bits, bits_t, starts, wg, compiled)
+    monkeypatch.setattr(C, "_gram_lanes", C._gram_lanes_py)
+    plain = np.zeros((d, d))
+    C.count_gram.py_func(bits, bits_t, starts, wg, plain)
+    assert np.array_equal(plain, compiled)

@@ -193,6 +193,13 @@ def test_delete_sums_numba_equals_numpy_to_the_bit(K_):
         out, counts = np.full_like(a, np.nan), np.full(len(masks), -1, dtype=np.int64)
         K.delete_sums(masks, word_index, A, B, out, counts)
         assert np.array_equal(out, a) and np.array_equal(counts, ca)
+    # nonzero = kept: uint8 masks with values other than 1 (the vector loop needs 0/1 bytes)
+    wide = masks.astype(np.uint8) * np.uint8(7) + (masks != 0).astype(np.uint8) * np.uint8(200)
+    c, cc, _ = K.deletion_sums(wide, word_index, A, B, backend="numba")
+    assert np.array_equal(c, a) and np.array_equal(cc, ca)
+    out = np.full_like(a, np.nan)
+    K.delete_sums(wide, word_index, A, B, out, counts)
+    assert np.array_equal(out, a)
 
 
 @pytest.mark.parametrize("K_", [1, 6])
@@ -312,3 +319,19 @@ def test_compiled_kernels_are_cached_on_disk_and_git_ignored():
         except FileNotFoundError:
             pytest.skip("git not installed")
         assert chk.returncode == 0 and len(chk.stdout.splitlines()) == len(files), chk
+
+
+@needs_numba
+@pytest.mark.parametrize("K_", [2, 6, 9])
+def test_plain_python_delete_sums_equals_the_compiled(K_, monkeypatch):
+    """Without numba, delete_sums runs as Python with _group_sums_py in place of the vector
+    intrinsic: the same bits."""
+    rng = np.random.default_rng(20 + K_)
+    masks, word_index, A, B = random_deletion_problem(rng, K_, n=9, d=7, T=11, dtype=np.uint8)
+    masks[3] *= 5                                          # nonzero = kept
+    compiled, ccounts = np.empty((9, 2 * K_)), np.empty(9, dtype=np.int64)
+    K.delete_sums(masks, word_index, A, B, compiled, ccounts)
+    monkeypatch.setattr(K, "_group_sums", K._group_sums_py)
+    plain, pcounts = np.empty_like(compiled), np.empty_like(ccounts)
+    K.delete_sums.py_func(masks, word_index, A, B, plain, pcounts)
+    assert np.array_equal(plain, compiled) and np.array_equal(pcounts, ccounts)

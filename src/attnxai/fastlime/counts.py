@@ -34,6 +34,7 @@ __all__ = ["count_groups", "count_gram", "normal_equations", "normal_equations_n
 
 if numba is not None:
     from llvmlite import ir as _ir
+    from numba.core import cgutils as _cgutils
     from numba.core import types as _types
     from numba.extending import intrinsic as _intrinsic
 
@@ -104,46 +105,129 @@ def pack_rows(masks, kept, w, y, starts, bits, bits_t, wg, xtwy):
     return ok
 
 
+_LANES = 8     # columns of X^T W X per vector of _gram_lanes (8 x uint64: one AVX-512 register)
+
+
+def _gram_lanes_py(bits, bits_t, starts, wg, j, l0, out):
+    """The plain-Python :func:`_gram_lanes` (without numba; never used for speed)."""
+    for ll in range(_LANES):
+        acc = 0.0
+        for g in range(starts.shape[0] - 1):
+            if starts[g] < starts[g + 1]:
+                c = sum(int(bits_t[j, w] & bits[w, l0 + ll]).bit_count()
+                        for w in range(starts[g], starts[g + 1]))
+                acc += wg[g] * float(c)
+        out[ll] = acc
+
+
+if numba is not None:
+    @_intrinsic
+    def _gram_lanes(typingctx, bits, bits_t, starts, wg, j, l0, out):
+        """Columns ``l0 .. l0 + 7`` of row ``j`` of ``X^T W X`` into ``out[0:8]`` (float64),
+        as LLVM vectors with the running sums in registers (numba's loop vectoriser keeps them
+        in memory, one load and store per group). For each group ``g`` in order with words
+        (``starts[g] < starts[g + 1]``), the integer ``C_g[j, l]`` (popcounts of
+        ``bits_t[j, w] & bits[w, l]`` summed over the group's words) is converted, multiplied
+        by ``wg[g]`` and added, from 0.0: per column the operations of :func:`count_gram`'s
+        scalar definition, in its order. ``bits`` (W, stride) needs ``l0 + 8 <= stride``."""
+        sig = _types.void(bits, bits_t, starts, wg, j, l0, out)
+
+        def codegen(context, builder, signature, args):
+            ty = signature.args
+            arrs = [context.make_array(ty[k])(context, builder, args[k]) for k in (0, 1, 2, 3, 6)]
+            bptr, tptr, sptr, wptr, optr = (a.data for a in arrs)
+            stride = _cgutils.unpack_tuple(builder, arrs[0].shape, 2)[1]
+            n_words = _cgutils.unpack_tuple(builder, arrs[1].shape, 2)[1]
+            n_groups = builder.sub(_cgutils.unpack_tuple(builder, arrs[2].shape, 1)[0],
+                                   _ir.Constant(_ir.IntType(64), 1))
+            j_, l0_ = args[4], args[5]
+            i64, f64 = _ir.IntType(64), _ir.DoubleType()
+            vi, vf = _ir.VectorType(i64, _LANES), _ir.VectorType(f64, _LANES)
+            i32 = _ir.IntType(32)
+            splat = _ir.Constant(_ir.VectorType(i32, _LANES), [0] * _LANES)
+            undef_i, undef_f = _ir.Constant(vi, _ir.Undefined), _ir.Constant(vf, _ir.Undefined)
+            ctpop = _cgutils.get_or_insert_function(builder.module, _ir.FunctionType(vi, [vi]),
+                                                    f"llvm.ctpop.v{_LANES}i64")
+
+            def const(v):
+                return _ir.Constant(i64, v)
+
+            def bcast(x, undef):
+                return builder.shuffle_vector(builder.insert_element(undef, x, _ir.Constant(i32, 0)),
+                                              undef, splat)
+
+            trow = builder.gep(tptr, [builder.mul(j_, n_words)])          # bits_t[j]
+            fn, entry = builder.function, builder.block
+            ghead = fn.append_basic_block("gram.ghead")
+            gbody = fn.append_basic_block("gram.gbody")
+            whead = fn.append_basic_block("gram.whead")
+            wbody = fn.append_basic_block("gram.wbody")
+            gadd = fn.append_basic_block("gram.gadd")
+            gnext = fn.append_basic_block("gram.gnext")
+            done = fn.append_basic_block("gram.done")
+            builder.branch(ghead)
+            # for g in range(n_groups)
+            builder.position_at_end(ghead)
+            g = builder.phi(i64)
+            acc = builder.phi(vf)
+            g.add_incoming(const(0), entry)
+            acc.add_incoming(_ir.Constant(vf, [0.0] * _LANES), entry)
+            builder.cbranch(builder.icmp_signed("<", g, n_groups), gbody, done)
+            builder.position_at_end(gbody)
+            lo = builder.load(builder.gep(sptr, [g]))
+            hi = builder.load(builder.gep(sptr, [builder.add(g, const(1))]))
+            builder.branch(whead)
+            # for w in range(lo, hi): ci += popcount(bits_t[j, w] & bits[w, l0:l0+8])
+            builder.position_at_end(whead)
+            w = builder.phi(i64)
+            ci = builder.phi(vi)
+            w.add_incoming(lo, gbody)
+            ci.add_incoming(_ir.Constant(vi, [0] * _LANES), gbody)
+            builder.cbranch(builder.icmp_signed("<", w, hi), wbody, gadd)
+            builder.position_at_end(wbody)
+            v = bcast(builder.load(builder.gep(trow, [w])), undef_i)
+            rowp = builder.gep(bptr, [builder.add(builder.mul(w, stride), l0_)])
+            row = builder.load(builder.bitcast(rowp, vi.as_pointer()), align=8)
+            ci.add_incoming(builder.add(ci, builder.call(ctpop, [builder.and_(v, row)])), wbody)
+            w.add_incoming(builder.add(w, const(1)), wbody)
+            builder.branch(whead)
+            # a group with words adds wg[g] * C_g; an empty one adds nothing
+            builder.position_at_end(gadd)
+            wt = bcast(builder.load(builder.gep(wptr, [g])), undef_f)
+            term = builder.fmul(wt, builder.sitofp(ci, vf))
+            summed = builder.fadd(acc, term)
+            new_acc = builder.select(builder.icmp_signed("<", lo, hi), summed, acc)
+            builder.branch(gnext)
+            builder.position_at_end(gnext)
+            acc.add_incoming(new_acc, gnext)
+            g.add_incoming(builder.add(g, const(1)), gnext)
+            builder.branch(ghead)
+            builder.position_at_end(done)
+            builder.store(acc, builder.bitcast(optr, vf.as_pointer()), align=8)
+            return context.get_dummy_value()
+        return sig, codegen
+else:
+    _gram_lanes = _gram_lanes_py
+
+
 @jit()
 def count_gram(bits, bits_t, starts, wg, gram):
     """``X^T W X = sum_g wg[g] C_g`` into ``gram`` (d, d) float64, zero on entry (the lower
     triangle computed, the upper one copied from it).
 
     For each pair ``l <= j`` and each group ``g`` in order, the integer ``C_g[j, l]`` (popcounts
-    of ``bits_t[j, w] & bits[w, l]`` over the group's words) is multiplied by ``wg[g]`` and added,
-    from 0.0. The columns are taken in blocks of 64 (the block's words stay in the first-level
-    cache across all ``j``) and a block's columns in the innermost loop, contiguous, which the
-    compiler vectorises (popcount, int-to-float, multiply and add element-wise: exact per
-    element, no reassociation)."""
+    of ``bits_t[j, w] & bits[w, l]`` over the group's words) is multiplied by ``wg[g]`` and
+    added, from 0.0 (a group without rows adds nothing). Eight columns at a time
+    (:func:`_gram_lanes`: the running sums in one vector register across the groups; popcount,
+    int-to-float, multiply and add element-wise: exact per element, no reassociation), the
+    blocks of columns outermost so that a block's words stay in the first-level cache."""
     d = gram.shape[0]
-    ng = starts.shape[0] - 1
-    block = 64
-    acc = np.zeros(block, dtype=np.int64)
-    for l0 in range(0, d, block):
-        for j in range(l0, d):
-            width = min(l0 + block, j + 1) - l0
-            bj = bits_t[j]
-            out = gram[j, l0:l0 + width]
-            for g in range(ng):
-                lo, hi = starts[g], starts[g + 1]
-                if lo == hi:
-                    continue
-                wt = wg[g]
-                if hi == lo + 1:                # one word (fewer than 65 rows): no int sum
-                    v = bj[lo]
-                    row = bits[lo, l0:l0 + width]
-                    for ll in range(width):
-                        out[ll] += wt * np.float64(_popcount(v & row[ll]))
-                    continue
-                for ll in range(width):
-                    acc[ll] = 0
-                for w in range(lo, hi):
-                    v = bj[w]
-                    row = bits[w, l0:l0 + width]
-                    for ll in range(width):
-                        acc[ll] += np.int64(_popcount(v & row[ll]))
-                for ll in range(width):
-                    out[ll] += wt * np.float64(acc[ll])
+    lanes = np.empty(_LANES)
+    for l0 in range(0, d, _LANES):              # a block's words stay in the first-level
+        for j in range(l0, d):                  # cache across all j
+            _gram_lanes(bits, bits_t, starts, wg, j, l0, lanes)
+            for ll in range(min(_LANES, j + 1 - l0)):
+                gram[j, l0 + ll] = lanes[ll]
     for j in range(d):                          # the upper triangle, by symmetry
         for ll in range(j):
             gram[ll, j] = gram[j, ll]

@@ -36,11 +36,12 @@ How exactness is guaranteed.
   ``a[k]*b[k] + a[K+k]*b[K+k]`` (and ``a[K+k]*b[k]``) in the order of the kept tokens, starting
   from 0.0 -- the very operations, in the same order, that :func:`delete_sums_numpy` does (its
   table holds those products and its sparse product adds rows ``1.0 * row`` in that order).
-  For speed the heads are taken in blocks of 6, 4, 2 and 1 with the running sums in registers,
-  which changes no head's sequence of operations. numba compiles without ``fastmath``, so LLVM
-  neither fuses multiply-adds nor reorders the sums (it may pack independent heads into one
-  vector, which is exact element by element): the results are equal to the bit (tested with
-  ``np.array_equal`` for K = 1, 2, 6, 7).
+  For speed the heads are padded to a multiple of 8 and summed as LLVM vectors, four samples
+  at a time, every token visited and a dropped token's term added as a zero (which changes no
+  sum's bits: :func:`_group_sums`); each lane does its head's operations in its head's order.
+  numba compiles without ``fastmath``, so LLVM neither fuses multiply-adds nor reorders the
+  sums: the results are equal to the bit (tested with ``np.array_equal`` for K = 1, 2, 4, 6,
+  7, 11, 12).
 
 This module imports nothing from the rest of ``attnxai`` but :mod:`attnxai.native`.
 """
@@ -223,6 +224,145 @@ def shuffle_masks_numpy(rs: np.random.RandomState, d: int, sizes: np.ndarray) ->
 
 
 # ====================================================================== deletion sums
+#: Samples summed together by :func:`delete_sums` (they share each token's ``A`` row).
+_GROUP = 4
+#: Heads per vector of :func:`_group_sums` (8 float64: one AVX-512 register, or two AVX2 ones).
+_LANES = 8
+
+
+def _group_sums_py(z, word_index, A8, B8, d, off1, off2, acc, cnt):
+    """The plain-Python :func:`_group_sums` (without numba; never used for speed)."""
+    T, stride = word_index.shape[0], A8.shape[1]
+    for s in range(_GROUP):
+        q = 0
+        num = [0.0] * _LANES
+        den = [0.0] * _LANES
+        for t in range(T):
+            keep = int(z[word_index[t] * _GROUP + s])
+            r = q if keep else T
+            for ll in range(_LANES):
+                num[ll] += A8[t, off1 + ll] * B8[r, off1 + ll] \
+                    + A8[t, off2 + ll] * B8[r, off2 + ll]
+                den[ll] += A8[t, off2 + ll] * B8[r, off1 + ll]
+            q += keep
+        for ll in range(_LANES):
+            acc[s * stride + off1 + ll] = num[ll]
+            acc[s * stride + off2 + ll] = den[ll]
+        cnt[s] = q
+
+
+if numba is not None:
+    from llvmlite import ir as _ir
+    from numba.core import cgutils as _cgutils
+    from numba.core import types as _types
+    from numba.extending import intrinsic as _intrinsic
+
+    @_intrinsic
+    def _group_sums(typingctx, z, word_index, A8, B8, d, off1, off2, acc, cnt):
+        """The deletion sums of ``_GROUP`` samples over one block of ``_LANES`` heads, as LLVM
+        vectors (numba's own loops leave the heads scalar: it does not run LLVM's SLP
+        vectoriser). Arguments: ``z`` uint8 (``d * _GROUP``,), the samples' masks, **0 or 1**,
+        word-major (``z[j * _GROUP + s]``: one load reads a word's flags for the group);
+        ``word_index`` int64 (T,); ``A8`` float64 (T, 2P) and ``B8`` float64 (T + 1, 2P),
+        C-contiguous, finite, ``B8``'s last row zero; ``off1``, ``off2`` the block's first
+        column in the ``num`` and ``den`` halves; ``acc`` float64 (``_GROUP * 2P``,) and
+        ``cnt`` int64 (``_GROUP``,), written.
+
+        For each token ``t`` in order and each sample ``s``, with ``q_s`` its tokens kept so
+        far and ``k_s`` = 0 or 1 its mask at ``t``'s word, ``r = q_s`` if ``k_s`` else ``T``::
+
+            num_s += A8[t, off1:] * B8[r, off1:] + A8[t, off2:] * B8[r, off2:]
+            den_s += A8[t, off2:] * B8[r, off1:]
+            q_s += k_s
+
+        A dropped token reads the zero row, so its terms are +0.0 or -0.0, and adding a zero
+        leaves a sum's bits unchanged (a sum from +0.0 is never -0.0): each lane gets the
+        additions of the kept tokens' terms in token order from 0.0, each term computed by the
+        same two products and one sum as the scalar loop, hence the same bits. The row is
+        chosen by integer arithmetic (an AND with ``-k_s``), with no branch and no select on
+        vectors (LLVM turns those into branches, which mispredict: a kept word is a coin
+        flip)."""
+        sig = _types.void(z, word_index, A8, B8, d, off1, off2, acc, cnt)
+        for arr, ndim in ((z, 1), (word_index, 1), (A8, 2), (B8, 2), (acc, 1), (cnt, 1)):
+            if not isinstance(arr, _types.Array) or arr.ndim != ndim or arr.layout != "C":
+                return None
+
+        def codegen(context, builder, signature, args):
+            za, wa, aa, ba, d_, o1, o2, acca, cnta = args
+            ty = signature.args
+            arrays = [context.make_array(ty[k])(context, builder, args[k])
+                      for k in (0, 1, 2, 3, 7, 8)]
+            zptr, wptr, aptr, bptr, optr, cptr = (a.data for a in arrays)
+            n_tok = _cgutils.unpack_tuple(builder, arrays[1].shape, 1)[0]
+            stride = _cgutils.unpack_tuple(builder, arrays[2].shape, 2)[1]
+            zrow = builder.mul(n_tok, stride)                   # B8's row T: zeros
+            f64, i64 = _ir.DoubleType(), _ir.IntType(64)
+            vf = _ir.VectorType(f64, _LANES)
+            zero = _ir.Constant(vf, [0.0] * _LANES)
+
+            def const(v):
+                return _ir.Constant(i64, v)
+
+            def vload(row, off):
+                return builder.load(builder.bitcast(builder.gep(row, [off]), vf.as_pointer()),
+                                    align=8)
+
+            def vstore(v, row, off):
+                builder.store(v, builder.bitcast(builder.gep(row, [off]), vf.as_pointer()),
+                              align=8)
+
+            iz = _ir.IntType(8 * _GROUP)                        # one word's _GROUP flags
+            zwords = builder.bitcast(zptr, iz.as_pointer())
+            bzero = builder.gep(bptr, [builder.mul(n_tok, stride)])    # B8's zero row T
+            u0 = builder.sub(const(0), builder.mul(n_tok, stride))
+            fn, entry = builder.function, builder.block
+            head = fn.append_basic_block("group.head")
+            body = fn.append_basic_block("group.body")
+            done = fn.append_basic_block("group.done")
+            builder.branch(head)
+            builder.position_at_end(head)
+            t = builder.phi(i64)
+            t.add_incoming(const(0), entry)
+            # per sample, u = (q_s - T) * stride: the offset of row q_s from the zero row
+            us = [builder.phi(i64) for _ in range(_GROUP)]
+            nums = [builder.phi(vf) for _ in range(_GROUP)]
+            dens = [builder.phi(vf) for _ in range(_GROUP)]
+            for s in range(_GROUP):
+                us[s].add_incoming(u0, entry)
+                nums[s].add_incoming(zero, entry)
+                dens[s].add_incoming(zero, entry)
+            builder.cbranch(builder.icmp_signed("<", t, n_tok), body, done)
+            builder.position_at_end(body)
+            word = builder.load(builder.gep(wptr, [t]))
+            flags = builder.zext(builder.load(builder.gep(zwords, [word]), align=1), i64)
+            arow = builder.gep(aptr, [builder.mul(t, stride)])
+            a1, a2 = vload(arow, o1), vload(arow, o2)
+            for s in range(_GROUP):
+                k = builder.and_(builder.lshr(flags, const(8 * s)), const(0xFF))   # 0 or 1
+                ones = builder.sub(const(0), k)                   # all ones if kept, else 0
+                # the row of B8 the term reads: q_s's if kept, else the zero row
+                brow = builder.gep(bzero, [builder.and_(us[s], ones)])
+                b1, b2 = vload(brow, o1), vload(brow, o2)
+                tn = builder.fadd(builder.fmul(a1, b1), builder.fmul(a2, b2))
+                td = builder.fmul(a2, b1)
+                nums[s].add_incoming(builder.fadd(nums[s], tn), body)
+                dens[s].add_incoming(builder.fadd(dens[s], td), body)
+                us[s].add_incoming(builder.add(us[s], builder.and_(stride, ones)), body)
+            t.add_incoming(builder.add(t, const(1)), body)
+            builder.branch(head)
+            builder.position_at_end(done)
+            for s in range(_GROUP):
+                orow = builder.gep(optr, [builder.mul(const(s), stride)])
+                vstore(nums[s], orow, o1)
+                vstore(dens[s], orow, o2)
+                q = builder.add(n_tok, builder.sdiv(us[s], stride))    # exact: u is a multiple
+                builder.store(q, builder.gep(cptr, [const(s)]))
+            return context.get_dummy_value()
+        return sig, codegen
+else:
+    _group_sums = _group_sums_py
+
+
 @jit()
 def delete_sums(masks, word_index, A, B, out, counts):
     """Deletion sums (``bow=True``) of ``n`` samples, for any number ``K`` of heads.
@@ -240,93 +380,48 @@ def delete_sums(masks, word_index, A, B, out, counts):
     Token ``t`` is kept if ``masks[i, word_index[t]]``; a kept token lands at position
     ``q + 1``, ``q`` = the number of kept tokens before it, and adds
     ``A[t, k]*B[q, k] + A[t, K+k]*B[q, K+k]`` (its ``exp(score) * value``) to ``num[k]`` and
-    ``A[t, K+k]*B[q, k]`` (its ``exp(score)``) to ``den[k]``, in the order of the tokens.
-    Returns nothing.
+    ``A[t, K+k]*B[q, k]`` (its ``exp(score)``) to ``den[k]``, in the order of the tokens, from
+    0.0. Returns nothing.
+
+    How. The heads are padded to ``P``, a multiple of ``_LANES`` (6 -> 8; zero columns), so
+    that each token's terms are whole vectors, and :func:`_group_sums` runs over every token
+    for ``_GROUP`` samples at once (they share the token's ``A`` row), adding a dropped token's
+    terms as a zero: no list of kept tokens is built, no branch taken per token, and the
+    ``2 * _GROUP`` running sums of a block stay in vector registers. The masks of a group are
+    first copied as 0/1 bytes (``_group_sums`` needs 0 or 1); a last, incomplete group is
+    padded with empty samples, whose sums are not written. ``A`` and ``B`` must be finite (the
+    evaluator's are): a dropped token's terms are products with zeros.
     """
-    n = masks.shape[0]
+    n, d = masks.shape
     T = word_index.shape[0]
     K = A.shape[1] // 2
-    kept = np.empty(T + 1, dtype=np.int64)
-    for i in range(n):
-        # the kept tokens, without a branch (kept or not is a coin flip for the predictor)
-        m = 0
-        for t in range(T):
-            kept[m] = t
-            m += np.int64(masks[i, word_index[t]] != 0)
-        counts[i] = m
-        # Heads in blocks of 6, 4, 2 and 1, each head's num and den summed in a local variable
-        # (a register: LLVM may pack a block's into one vector, element-wise exact) over
-        # q = 0 .. m-1 from 0.0 -- for every head the same additions in the same order,
-        # whatever the block.
-        k = 0
-        while k + 6 <= K:                       # the paper's 6 heads in one pass
-            n0 = n1 = n2 = n3 = n4 = n5 = 0.0
-            d0 = d1 = d2 = d3 = d4 = d5 = 0.0
-            for q in range(m):
-                t = kept[q]
-                e0, e1, e2 = A[t, K + k], A[t, K + k + 1], A[t, K + k + 2]
-                e3, e4, e5 = A[t, K + k + 3], A[t, K + k + 4], A[t, K + k + 5]
-                b0, b1, b2 = B[q, k], B[q, k + 1], B[q, k + 2]
-                b3, b4, b5 = B[q, k + 3], B[q, k + 4], B[q, k + 5]
-                n0 += A[t, k] * b0 + e0 * B[q, K + k]
-                n1 += A[t, k + 1] * b1 + e1 * B[q, K + k + 1]
-                n2 += A[t, k + 2] * b2 + e2 * B[q, K + k + 2]
-                n3 += A[t, k + 3] * b3 + e3 * B[q, K + k + 3]
-                n4 += A[t, k + 4] * b4 + e4 * B[q, K + k + 4]
-                n5 += A[t, k + 5] * b5 + e5 * B[q, K + k + 5]
-                d0 += e0 * b0
-                d1 += e1 * b1
-                d2 += e2 * b2
-                d3 += e3 * b3
-                d4 += e4 * b4
-                d5 += e5 * b5
-            out[i, k], out[i, k + 1], out[i, k + 2] = n0, n1, n2
-            out[i, k + 3], out[i, k + 4], out[i, k + 5] = n3, n4, n5
-            out[i, K + k], out[i, K + k + 1], out[i, K + k + 2] = d0, d1, d2
-            out[i, K + k + 3], out[i, K + k + 4], out[i, K + k + 5] = d3, d4, d5
-            k += 6
-        if k + 4 <= K:
-            n0 = n1 = n2 = n3 = 0.0
-            d0 = d1 = d2 = d3 = 0.0
-            for q in range(m):
-                t = kept[q]
-                e0, e1, e2, e3 = A[t, K + k], A[t, K + k + 1], A[t, K + k + 2], A[t, K + k + 3]
-                b0, b1, b2, b3 = B[q, k], B[q, k + 1], B[q, k + 2], B[q, k + 3]
-                n0 += A[t, k] * b0 + e0 * B[q, K + k]
-                n1 += A[t, k + 1] * b1 + e1 * B[q, K + k + 1]
-                n2 += A[t, k + 2] * b2 + e2 * B[q, K + k + 2]
-                n3 += A[t, k + 3] * b3 + e3 * B[q, K + k + 3]
-                d0 += e0 * b0
-                d1 += e1 * b1
-                d2 += e2 * b2
-                d3 += e3 * b3
-            out[i, k], out[i, k + 1], out[i, k + 2], out[i, k + 3] = n0, n1, n2, n3
-            out[i, K + k], out[i, K + k + 1], out[i, K + k + 2], out[i, K + k + 3] = d0, d1, d2, d3
-            k += 4
-        if k + 2 <= K:
-            n0 = n1 = 0.0
-            d0 = d1 = 0.0
-            for q in range(m):
-                t = kept[q]
-                e0, e1 = A[t, K + k], A[t, K + k + 1]
-                b0, b1 = B[q, k], B[q, k + 1]
-                n0 += A[t, k] * b0 + e0 * B[q, K + k]
-                n1 += A[t, k + 1] * b1 + e1 * B[q, K + k + 1]
-                d0 += e0 * b0
-                d1 += e1 * b1
-            out[i, k], out[i, k + 1] = n0, n1
-            out[i, K + k], out[i, K + k + 1] = d0, d1
-            k += 2
-        if k < K:
-            n0 = 0.0
-            d0 = 0.0
-            for q in range(m):
-                t = kept[q]
-                e0, b0 = A[t, K + k], B[q, k]
-                n0 += A[t, k] * b0 + e0 * B[q, K + k]
-                d0 += e0 * b0
-            out[i, k] = n0
-            out[i, K + k] = d0
+    P = -(-K // _LANES) * _LANES
+    A8 = np.zeros((T, 2 * P))
+    B8 = np.zeros((T + 1, 2 * P))               # row T: zeros, read for dropped tokens
+    for t in range(T):
+        for k in range(K):
+            A8[t, k] = A[t, k]
+            A8[t, P + k] = A[t, K + k]
+            B8[t, k] = B[t, k]
+            B8[t, P + k] = B[t, K + k]
+    z = np.zeros(_GROUP * d, dtype=np.uint8)
+    acc = np.empty(_GROUP * 2 * P)
+    cnt = np.empty(_GROUP, dtype=np.int64)
+    for i0 in range(0, n, _GROUP):
+        g = min(_GROUP, n - i0)
+        for s in range(g):
+            for j in range(d):
+                z[j * _GROUP + s] = masks[i0 + s, j] != 0
+        for s in range(g, _GROUP):
+            for j in range(d):
+                z[j * _GROUP + s] = 0
+        for b in range(0, P, _LANES):
+            _group_sums(z, word_index, A8, B8, d, b, P + b, acc, cnt)
+        for s in range(g):
+            counts[i0 + s] = cnt[s]
+            for k in range(K):
+                out[i0 + s, k] = acc[s * 2 * P + k]
+                out[i0 + s, K + k] = acc[s * 2 * P + P + k]
 
 
 @jit()

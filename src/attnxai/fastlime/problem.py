@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +29,31 @@ __all__ = ["PATHS", "Problem", "check_mask_string", "check_memory", "fast_path_r
 
 PATHS = ("auto", "fast", "generic")
 _NORMALIZED = re.compile(r"[0-9a-z]+(?: [0-9a-z]+)*")
+_PROJECTIONS: "weakref.WeakKeyDictionary[AttentionClassifier, tuple[tuple, Projections]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _weights_key(model: AttentionClassifier) -> tuple:
+    """What the projections of ``model`` depend on: its configuration, and every parameter's and
+    buffer's storage, dtype and version counter (torch bumps it on every in-place change: an
+    optimiser step, ``load_state_dict``, ``copy_``)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return (tuple(sorted(model.config.items())), getattr(model, "skip", False),
+            tuple((t.data_ptr(), t.dtype, t.device, tuple(t.shape), t._version)
+                  for t in tensors))
+
+
+def projections(model: AttentionClassifier) -> Projections:
+    """``Projections.of(model)``, kept while the model's weights stay the same (:func:`_weights_key`)
+    -- a corpus explains thousands of documents with one model, and these products cost as much
+    as a tenth of a fast explanation."""
+    key = _weights_key(model)
+    hit = _PROJECTIONS.get(model)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    proj = Projections.of(model)
+    _PROJECTIONS[model] = (key, proj)
+    return proj
 
 
 def lime_features(words: Sequence[str], bow: bool = True) -> tuple[list[str], list[np.ndarray]]:
@@ -164,7 +190,7 @@ class Problem:
     def _fast(self, pre: Pretrained, text: str, path: str) -> None:
         tokens = text.split(" ")                # normalised: lime's words are the model's tokens
         ids = np.asarray([pre.vocab.cls_id] + pre.vocab.lookup(tokens), dtype=np.int64)
-        tab = Projections.of(pre.model).document(ids, self.target)
+        tab = projections(pre.model).document(ids, self.target)
         if self.bow:
             first: dict[str, int] = {}          # lime_features' order, without its arrays
             word_index = np.fromiter((first.setdefault(t, len(first)) for t in tokens),
