@@ -12,7 +12,9 @@ exact route's regime map on real reviews. Writes, in ``book/data/``:
   book's order, normalised); ``trained model, full reviews`` (the first ``--full-reviews``
   full-length test reviews, against the certified route to ``--tol``, whose own stated error
   is in ``reference_rel_se``: the exact route cannot reach them; for Shapley also the efficiency
-  gap ``|sum phi - (v(all) - v(empty))| / max(1, |logit|)`` of both).
+  gap ``|sum phi - (v(all) - v(empty))| / max(1, |logit|)`` of both; and, for every value, the
+  paper's agreement measure with attention (Spearman's rho of the absolute values against
+  alpha-avg's word scores) on either values).
 * ``deletion_regime.csv``: per test review (the first ``--regime`` of the book's order,
   normalised, 255 tokens at most): tokens, distinct words ``d``, repeated words ``R`` (the exact
   route's ``2^R`` configurations), the largest number of "open" repeated words at once (first
@@ -103,6 +105,10 @@ def full_review_rows(pre, data, n_reviews: int, tol: float) -> list[dict]:
     """The binomial positions on the first ``n_reviews`` full-length test reviews (255 tokens),
     where the exact route is out of reach, against the certified route (``route="sampled"`` to a
     relative standard error ``tol``; its stated error is in ``reference_rel_se``)."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    import attnxai
     from attnxai import theory
     from attnxai.experiment.lime_corpus import full_length_reviews
 
@@ -115,6 +121,7 @@ def full_review_rows(pre, data, n_reviews: int, tol: float) -> list[dict]:
         full, empty = sv.endpoint_values(tables(model, ids, 1), "delete")
         span = float((full - empty).mean())              # v(all) - v(empty), the logit's
         scale = max(1.0, abs(float(full.mean())))
+        attention = np.abs(attnxai.explain(pre, text, ["alpha-avg"]).word_scores["alpha-avg"])
         approx = {"LIME": theory.lime_limit(pre, text, bow=True, positions="binomial"),
                   "Shapley": theory.shapley(pre, text, bow=True, positions="binomial"),
                   "Banzhaf": theory.banzhaf(pre, text, bow=True, positions="binomial")}
@@ -125,6 +132,10 @@ def full_review_rows(pre, data, n_reviews: int, tol: float) -> list[dict]:
                          "n_repeated": ref.n_repeated, "tokens": len(text.split(" ")),
                          "value": value, "approximation": "binomial positions",
                          "rel_error": _rel(a, ref.values), "reference_rel_se": ref.rel_error,
+                         # the paper's agreement measure with attention, on either values
+                         "attention_spearman_abs": spearmanr(attention, np.abs(a))[0],
+                         "reference_attention_spearman_abs":
+                             spearmanr(attention, np.abs(ref.values))[0],
                          **({"efficiency_gap": abs(float(a.sum()) - span) / scale,
                              "reference_efficiency_gap": abs(float(ref.values.sum()) - span)
                              / scale} if value == "Shapley" else {})})
