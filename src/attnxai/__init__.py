@@ -33,8 +33,8 @@ import-linter's contract from ``pyproject.toml``)::
 **One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
 :class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.
 
-**The model interface** (:mod:`attnxai.interface`). Every explainer works on a
-:class:`~attnxai.interface.ClassifierBase`, which provides ``check_ids`` / ``collate`` /
+**The model interface** (:mod:`attnxai.model.interface`). Every explainer works on a
+:class:`~attnxai.model.interface.ClassifierBase`, which provides ``check_ids`` / ``collate`` /
 ``embed`` and asks a model class for two methods, with ``B`` documents, ``T`` tokens ([CLS] at
 position 0), ``L`` layers, ``K`` heads, ``C`` classes, ``D = d_embed``::
 
@@ -44,17 +44,17 @@ position 0), ``L`` layers, ``K`` heads, ``C`` classes, ``D = d_embed``::
 
 Attention (any layer), gradients with respect to ``e``, G x I and LIME (generic path) then work
 on it unchanged; the single-layer model also has float64 projections
-(:class:`attnxai.network.Projections`) that the fast LIME and the closed forms evaluate.
+(:class:`attnxai.model.network.Projections`) that the fast LIME and the closed forms evaluate.
 """
 
-from .checkpoint import load, save
+from .model.checkpoint import load, save
 from .data import load_imdb
 from .explanation import Explanation, explain
-from .interface import ClassifierBase
-from .model import AttentionClassifier, Internals
+from .model.interface import ClassifierBase
+from .model.single_layer import AttentionClassifier, Internals
 from .text import Vocab, normalize_for_lime, tokenize
-from .textmodel import Pretrained
-from .trained import pretrained
+from .model.textmodel import Pretrained
+from .model.trained import pretrained
 
 __version__ = "0.2.0"
 __all__ = ["AttentionClassifier", "ClassifierBase", "Explanation", "Internals", "Pretrained",

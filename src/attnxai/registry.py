@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from . import explainers, validate
-from .textmodel import Pretrained
+from .model.textmodel import Pretrained
 from .words import Words
 
 __all__ = ["ALL_METHODS", "DEFAULT_SEED", "Document", "EXTRA_METHODS", "GAME_METHODS", "LEVELS",

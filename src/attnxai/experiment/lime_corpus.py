@@ -208,7 +208,7 @@ def lime_row(pre: Any, text: str, *, bow: bool, seeds: Sequence[int], num_sample
 # ---------------------------------------------------------------- worker side
 @functools.lru_cache(maxsize=4)
 def _load(model_path: str):
-    from ..checkpoint import load
+    from ..model.checkpoint import load
 
     return load(model_path)
 

@@ -7,7 +7,7 @@ For one document (``[CLS]`` first), in lime's feature order:
 
 :func:`lime_limit`
     LIME's large-sample limit (``num_samples -> infinity``), for any kernel width, computed from
-    the model's float64 tables (:mod:`attnxai.network`), never by running the model on perturbed
+    the model's float64 tables (:mod:`attnxai.model.network`), never by running the model on perturbed
     documents. Two laws of the perturbations:
 
     * ``law="lime"``, lime's own law (the number of removed features uniform, then which ones):
@@ -56,8 +56,8 @@ import warnings
 import numpy as np
 
 from .. import validate
-from ..textmodel import Pretrained
-from ..model import AttentionClassifier
+from ..model.textmodel import Pretrained
+from ..model.single_layer import AttentionClassifier
 from .deletion_routes import (DEFAULT_BUDGET, DEFAULT_TOL, binomial_error_text, deletion_values,
                               exact_cost)
 from .lime_chain import chain_gammas, solve_sigma
