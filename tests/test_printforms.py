@@ -151,7 +151,7 @@ def test_register_outside_ipython_is_a_no_op():
     import subprocess
     import sys
 
-    code = "from attnxai import printforms; print(printforms.register())"
+    code = "from attnxai.chapters import printforms; print(printforms.register())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=os.environ, timeout=300, check=True)
     assert out.stdout.strip() == "False"

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 
-PROFILES = ("paper", "quick")
+BOOK_PROFILES = ("paper", "quick")
 
 
 def profile() -> str:
     p = os.environ.get("ATTNXAI_PROFILE", "paper")
-    if p not in PROFILES:
-        raise ValueError(f"ATTNXAI_PROFILE must be one of {PROFILES}, got {p!r}")
+    if p not in BOOK_PROFILES:
+        raise ValueError(f"ATTNXAI_PROFILE must be one of {BOOK_PROFILES}, got {p!r}")
     return p
 
 
