@@ -106,8 +106,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "    w = p * (1 - p)\n    centred", "    w = p\n    centred",
            "beta_from_effects' weight p instead of p (1 - p)", label="prop-lime-profile"),
     Mutant("lime-heads-sum", "theory/lime_attention.py",
-           "budget=budget, seed=seed).mean(axis=0)",
-           "budget=budget, seed=seed).sum(axis=0)",
+           "**given).mean(axis=0)",
+           "**given).sum(axis=0)",
            "the heads summed instead of averaged", label="prop-lime-heads"),
     # ---- chapter 9: Shapley, Banzhaf, IG
     Mutant("shapley-default-nodes/chain", *_NODES, label="prop-shapley-chain"),

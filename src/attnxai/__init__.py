@@ -32,7 +32,9 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  the Section 2 classifier | the 6 x 6 reconstruction
         interface | devices      the model interface (ClassifierBase), ids, positions, predict |
                                  the one device parser
-    words | data | text          token <-> word scores | IMDb | tokenizer, vocabulary
+    words | data | text | limit_settings
+                                 token <-> word scores | IMDb | tokenizer, vocabulary |
+                                 the settings of LIME's limit (theory and registry share them)
     validate | chapters/ | threads
                                  one validator per input | the chapters' helpers | thread limits
         chapters/: plots, printforms | paper | prose | runconfig
