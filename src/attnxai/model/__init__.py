@@ -1,14 +1,7 @@
-"""The model and its checkpoints.
+"""The model and its checkpoints: the classifiers and their interface, the training
+configurations, the training loop, the checkpoint folder, the cache and the published models, and
+:func:`~attnxai.model.trained.pretrained`, which finds a profile's model among them.
 
-Layers (each module imports only from those below it; ``pyproject.toml``'s contract)::
-
-    trained                      a profile's model: from the cache, downloaded, else trained
-    train | hub                  the training loop, resumable | the book's published models
-    checkpoint                   the checkpoint folder: format, save, load, verification
-    cache                        where trained models are kept: the one lookup rule
-    textmodel | profiles | symbolic | network
-                                 Pretrained (model + vocabulary) | training configurations |
-                                 the model in SymPy | its float64 projections
-    single_layer | multilayer    the Section 2 classifier | the 6 x 6 reconstruction
-    interface | devices          the model interface (ClassifierBase) | the device parser
+Its modules and their order are in the layer diagram of :mod:`attnxai` (``attnxai/__init__.py``)
+and in the contract ``attnxai.model layers`` of ``pyproject.toml``.
 """
