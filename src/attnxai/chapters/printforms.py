@@ -100,7 +100,7 @@ class _TableCells(HTMLParser):
 
 #: The first line of every table's LaTeX form: the book's extension recognises it (myst-nb hands
 #: a ``text/latex`` output over as maths) and sets the table as LaTeX, not as an equation.
-TABLE_MARK = "% attnxai.chapters.printforms table"
+TABLE_MARK = "% attnxai.printforms table"     # as it was before the module moved: executed chapters carry it
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
                 "%": r"\%", "#": r"\#", "_": r"\_", "~": r"\textasciitilde{}",
