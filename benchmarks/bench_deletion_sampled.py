@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     import attnxai
     from attnxai import fastlime, theory
     from attnxai.experiment.lime_corpus import full_length_reviews
-    from attnxai.provenance import code_label
+    from attnxai.store.provenance import code_label
     from attnxai.threads import single_threaded
     from bench_shapley import PeerGame, evaluations_to, permutation_values
 

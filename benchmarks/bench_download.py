@@ -1,8 +1,8 @@
-"""How long a reader waits for the book's model when it is downloaded (attnxai.hub), against
+"""How long a reader waits for the book's model when it is downloaded (attnxai.model.hub), against
 loading the same checkpoint from the cache, measured in the same run.
 
 The cached model of ``--profile`` (default paper: 46 MB of weights) is published with
-``attnxai.hub.publish`` into a temporary folder, served from 127.0.0.1 (a thread of this
+``attnxai.model.hub.publish`` into a temporary folder, served from 127.0.0.1 (a thread of this
 process: no network, so this is the floor a real download adds its transfer time to), then
 downloaded ``--repeats`` times into fresh caches: each time ``attnxai.pretrained`` (index,
 every file, sizes and sha256 against the index, the checkpoint's own manifest, the atomic move
@@ -37,8 +37,9 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="also write the runs to this CSV")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    from attnxai import hub, load, pretrained
-    from attnxai.provenance import loadavg
+    from attnxai.model import hub
+    from attnxai import load, pretrained
+    from attnxai.store.provenance import loadavg
 
     before = loadavg()
 
@@ -74,8 +75,8 @@ def main() -> None:
 
 
 def write_csv(args, name, size, fetched, loaded, before) -> None:
-    from attnxai.files import atomic_write
-    from attnxai.provenance import code_label, loadavg
+    from attnxai.store.files import atomic_write
+    from attnxai.store.provenance import code_label, loadavg
 
     head = [f"# bench_download.py: --profile {args.profile} --repeats {args.repeats}",
             f"# model {name}, {size} bytes; served from 127.0.0.1 (no transfer time); one thread",

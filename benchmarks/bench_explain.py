@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="the text has")     # the long review is cut
     t0 = time.perf_counter()
     import attnxai
-    from attnxai import paper
+    from attnxai.chapters import paper
     t_import = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -57,10 +57,10 @@ def _train_rate(model, batches, labels, autocast: bool, seconds: float) -> float
 
 def main(argv: list[str] | None = None) -> int:
     from attnxai import Pretrained, fastlime, load_imdb, pretrained
-    from attnxai.interface import predict
-    from attnxai.profiles import get_config
+    from attnxai.model.interface import predict
+    from attnxai.model.profiles import get_config
     from attnxai.text import Vocab, normalize_for_lime
-    from attnxai.train import bucketed_batches, build_model, encode_reviews
+    from attnxai.model.train import bucketed_batches, build_model, encode_reviews
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", default="multilayer")
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     with pd.option_context("display.width", 140, "display.max_columns", 10):
         print(df.round(4).to_string(index=False))
     if args.csv:
-        from attnxai.provenance import code_label
+        from attnxai.store.provenance import code_label
 
         header = [f"# command: python {' '.join(sys.argv)}",
                   f"# code: {code_label()}",

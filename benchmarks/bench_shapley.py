@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-evals", type=int, default=2 ** 25, help="shap's largest budget")
     p.add_argument("--out", default=None, help="also write the rows as CSV (with a # header)")
     args = p.parse_args(argv)
-    from attnxai.provenance import code_label
+    from attnxai.store.provenance import code_label
 
     code = code_label()                               # the code as it starts
 
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import attnxai
     from attnxai import experiment, theory
-    from attnxai.provenance import code_label, loadavg
+    from attnxai.store.provenance import code_label, loadavg
     from attnxai.threads import single_threaded
 
     torch.set_num_threads(1)

@@ -16,9 +16,9 @@ import time
 import torch
 
 from attnxai import data
-from attnxai.model import AttentionClassifier
+from attnxai.model.single_layer import AttentionClassifier
 from attnxai.text import Vocab
-from attnxai.train import encode_reviews
+from attnxai.model.train import encode_reviews
 
 
 def steps_per_second(model: AttentionClassifier, batches, textbook: bool) -> float:

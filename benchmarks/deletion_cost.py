@@ -11,7 +11,7 @@ prints, one thread:
   number of words: every value of ``p`` is a node), both modes. Replacement's effects are
   polynomials of low degree in ``p``; deletion's binomial position windows make its effects vary
   on the scale ``sqrt(p (1 - p) / n)``, so it needs many more nodes for the same accuracy.
-* **the work of :func:`attnxai.theory.lime_binomial.binomial_delete`**: the (head, node ``p``,
+* **the work of :func:`attnxai.theory.lime_kernels.binomial_delete`**: the (head, node ``p``,
   level ``lambda``) triples it evaluates (after the truncation of each node's rule), the window
   terms ``sum_t length(window of token t)`` they sum (four sums each: ``m0, m1, h0, h1``), and
   the share of these terms by regime of ``s = lambda e_t`` over the window of positions:
@@ -89,23 +89,23 @@ def _logs_kernel():
 
 
 @contextlib.contextmanager
-def _windows_cut_to_one_term(lb):
-    """``lb.binomial_windows`` cuts every window to its first term while inside: the kernel then
+def _windows_cut_to_one_term(lk):
+    """``lk.binomial_windows`` cuts every window to its first term while inside: the kernel then
     does one product per window sum and everything else as usual."""
     import numpy as np
 
-    full = lb.binomial_windows
+    full = lk.binomial_windows
 
     def cut(n_other, nodes, tol, lo, length, offset, pmf):
         used = full(n_other, nodes, tol, lo, length, offset, pmf)
         length[...] = np.minimum(length, 1)
         return used
 
-    lb.binomial_windows = cut
+    lk.binomial_windows = cut
     try:
         yield
     finally:
-        lb.binomial_windows = full
+        lk.binomial_windows = full
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
 def _work(pre, text, li, lq, lb, np, sums, logs) -> dict:
     """One review's evaluations, window terms by regime (dead, flat, full), the kernel's time and
     the time of the 'full' window sums alone."""
+    from attnxai.theory import lime_kernels as lk
+
     model, arr, feats = li.resolve(pre, text, True, None)
     tb = li.tables(model, arr, 1)
     pw = lq.profile_weights(len(feats), 25.0, "discrete", 25)
@@ -187,7 +189,7 @@ def _work(pre, text, li, lq, lb, np, sums, logs) -> dict:
     lo = np.zeros((pw.nodes.size, n), np.int64)
     length, offset = np.zeros_like(lo), np.zeros_like(lo)
     pmf = np.empty(pw.nodes.size * (int(n_other.sum()) + 2 * n))
-    lb.binomial_windows(n_other, pw.nodes, 1e-14, lo, length, offset, pmf)
+    lk.binomial_windows(n_other, pw.nodes, 1e-14, lo, length, offset, pmf)
     terms = np.zeros(3)
     full_lengths = []
     for k in range(K):                     # the kernel's scaling (binomial_effects)
@@ -227,7 +229,7 @@ def _work(pre, text, li, lq, lb, np, sums, logs) -> dict:
         lb.binomial_effects(tb, feats, np.empty(0), 1)
     tables = (time.perf_counter() - t0) / 3
     cut_counts = np.zeros_like(counts)
-    with _windows_cut_to_one_term(lb):
+    with _windows_cut_to_one_term(lk):
         lb.binomial_effects(tb, feats, pw.nodes, 1, counts=cut_counts)
         t0 = time.perf_counter()
         for _ in range(3):

@@ -2,7 +2,7 @@
 metric, or a validator) make the tests of that result fail?
 
 Each mutant of :data:`MUTANTS` changes one expression of ``src/attnxai`` (``theory/``,
-``faithfulness.py``, ``fastlime/``, ``validate.py``) into a plausible wrong one, and names what
+``perturbation.py``, ``fastlime/``, ``validate.py``) into a plausible wrong one, and names what
 should catch it: ``label``, a ``:label:`` of a theorem or proposition of the book, whose tests are
 the ones marked ``@pytest.mark.falsifies(label)`` (read by ``tests/test_results_registry.py``),
 and/or ``tests``, explicit test ids (for code no stated result covers: fastlime's equality with
@@ -80,7 +80,7 @@ _NODES = ("theory/shapley_values.py", "n_nodes = min(max(1, math.ceil(d / 2)), c
           "n_nodes = min(max(1, math.ceil((d - 1) / 2)), cap)",
           "Shapley's default Gauss nodes ceil((d-1)/2): one short for odd d")
 
-_FERRET_TIES = ("faithfulness.py", 'order = np.argsort(key, kind="stable")[::-1]',
+_FERRET_TIES = ("perturbation.py", 'order = np.argsort(key, kind="stable")[::-1]',
                 'order = np.argsort(-key, kind="stable")',
                 'ties="ferret" taking the earlier position first')
 
@@ -110,8 +110,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "    w = p * (1 - p)\n    centred", "    w = p\n    centred",
            "beta_from_effects' weight p instead of p (1 - p)", label="prop-lime-profile"),
     Mutant("lime-heads-sum", "theory/lime_attention.py",
-           "budget=budget, seed=seed).mean(axis=0)",
-           "budget=budget, seed=seed).sum(axis=0)",
+           "**given).mean(axis=0)",
+           "**given).sum(axis=0)",
            "the heads summed instead of averaged", label="prop-lime-heads"),
     # ---- chapter 9: Shapley, Banzhaf, IG
     Mutant("shapley-default-nodes/chain", *_NODES, label="prop-shapley-chain"),
@@ -178,28 +178,28 @@ MUTANTS: tuple[Mutant, ...] = (
            "skip[:, 0] = model.W_s.detach()[target]", "skip[:, -1] = model.W_s.detach()[target]",
            "the skip term at the last position instead of [CLS]", label="thm-skip-gradient"),
     # ---- chapter 7: the faithfulness measures
-    Mutant("faith-softmax-target", "faithfulness.py",
+    Mutant("faith-softmax-target", "perturbation.py",
            "return e[:, target] / e.sum(axis=1)", "return e[:, 1] / e.sum(axis=1)",
            "the probability of class 1 whatever the target", label="prop-faith-two-classes"),
-    Mutant("faith-empty-sufficiency", "faithfulness.py",
+    Mutant("faith-empty-sufficiency", "perturbation.py",
            "comp, suff = 0.0, 1.0", "comp, suff = 0.0, 0.0",
            "an empty rationale's sufficiency 0 (ferret: 1)", label="prop-faith-two-classes"),
-    Mutant("faith-abs-key", "faithfulness.py",
+    Mutant("faith-abs-key", "perturbation.py",
            'key = np.abs(s) if selection == "abs" else s',
            'key = -np.abs(s) if selection == "abs" else s',
            "the abs rule ranking smallest |score| first", label="prop-faith-unsigned"),
-    Mutant("faith-positive-zero", "faithfulness.py",
+    Mutant("faith-positive-zero", "perturbation.py",
            "order = order[s[order] > 0]", "order = order[s[order] >= 0]",
            "the positive rule keeping zero scores", label="prop-faith-unsigned", tests=FERRET,
            equivalent="for prop-faith-unsigned's tests: the proposition assumes every score > 0, "
                       "where >= 0 and > 0 select the same positions (ferret's tests must kill it)"),
-    Mutant("faith-loo-sign", "faithfulness.py",
+    Mutant("faith-loo-sign", "perturbation.py",
            "loo = px - probs[2:2 + n]", "loo = probs[2:2 + n] - px",
            "leave-one-out drops with the wrong sign", label="prop-faith-two-classes",
            tests=FERRET,
            equivalent="for prop-faith-two-classes: negating both classes' drops keeps loo_0 = "
                       "-loo_1 and tau_0 = -tau_1 (ferret's tests must kill it)"),
-    Mutant("faith-insertion-area", "faithfulness.py",
+    Mutant("faith-insertion-area", "perturbation.py",
            '"insertion_auc": np.trapezoid(icurve, fractions)',
            '"insertion_auc": np.trapezoid(dcurve, fractions)',
            "the insertion area computed on the deletion curve", label="prop-faith-flip",
@@ -207,7 +207,7 @@ MUTANTS: tuple[Mutant, ...] = (
                   "test_curves_and_areas_against_the_model_on_every_prefix",),
            equivalent="for prop-faith-flip: the deletion area of the other class is 1 - that of "
                       "this class too, so the proposition holds for the wrong area as well"),
-    Mutant("faith-aopc-duplicates", "faithfulness.py",
+    Mutant("faith-aopc-duplicates", "perturbation.py",
            "if kk == 0 or (out and out[-1] == kk):", "if kk == 0:",
            "AOPC averaging a repeated rationale again (ferret leaves it out)",
            label="prop-faith-two-classes", tests=FERRET,
@@ -215,7 +215,7 @@ MUTANTS: tuple[Mutant, ...] = (
                       "with the class (ferret's tests must kill it)"),
     Mutant("faith-ferret-ties", *_FERRET_TIES, tests=FERRET),
     Mutant("faith-ferret-ties/vendored", *_FERRET_TIES, tests=FERRET[:2]),
-    Mutant("faith-positive-zero/vendored", "faithfulness.py", "order = order[s[order] > 0]",
+    Mutant("faith-positive-zero/vendored", "perturbation.py", "order = order[s[order] > 0]",
            "order = order[s[order] >= 0]", "the positive rule keeping zero scores",
            tests=FERRET[:2]),
     # ---- the validators: valid input must be answered (tests/test_properties.py)

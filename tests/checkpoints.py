@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 
 from attnxai import AttentionClassifier, Pretrained, Vocab
-from attnxai.cache import FORMAT_VERSION, cache_key
-from attnxai.profiles import get_config
+from attnxai.model.cache import FORMAT_VERSION, cache_key
+from attnxai.model.profiles import get_config
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED_SHA = "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import make_tiny
 
-from attnxai import trained
+from attnxai.model import trained
 from attnxai.experiment.runner import Study, chunked
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from checkpoints import LABELLED_SHA
 
-from attnxai import hub
-from attnxai.cache import cache_key
-from attnxai.checkpoint import save
+from attnxai.model import hub
+from attnxai.model.cache import cache_key
+from attnxai.model.checkpoint import save
 from attnxai.data import IMDb, Review
-from attnxai.profiles import get_config
+from attnxai.model.profiles import get_config
 
 
 # ---------------------------------------------------------------- a local server

@@ -10,7 +10,7 @@ property). ``max_examples`` per test is sized so that the whole suite stays with
 budget; ``ATTNXAI_HYPOTHESIS_EXAMPLES=10`` multiplies every count for a deeper local search (with
 ``derandomize`` the first cases are the same, more come after them).
 
-**Models** (:func:`models`): float64 :class:`~attnxai.model.AttentionClassifier` s with 1 to 3 heads,
+**Models** (:func:`models`): float64 :class:`~attnxai.model.single_layer.AttentionClassifier` s with 1 to 3 heads,
 small widths, the 30-entry vocabulary of ``conftest.WORDS`` (``[PAD]`` 0, ``[CLS]`` 1, ``UNK`` 2), both padding modes, and
 weights ``U(-scale, scale)`` for scales from 0.1 to 30: at 30 the attention logits of a head span
 thousands, so attention weights underflow to exactly 0 in float64 (the regime some statements

@@ -111,7 +111,7 @@ JS_IMAGES = """() => Array.from(document.images).map(img => {
                    ? img.closest("figure").querySelector("figcaption").textContent.trim() : ""};
 })"""
 
-# Every token shading (attnxai.plots.TokenShading): its key, and each token's weight and colour;
+# Every token shading (attnxai.chapters.plots.TokenShading): its key, and each token's weight and colour;
 # and shaded spans in outputs that are not one (a shading without the book's key).
 JS_SHADING = """() => ({
   shadings: Array.from(document.querySelectorAll("article .attnxai-shading")).map(s => ({

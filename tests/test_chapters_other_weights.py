@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 def _other_seed() -> int:
-    from attnxai.profiles import get_config
+    from attnxai.model.profiles import get_config
 
     return get_config("quick").seed + 1        # read before the fixture sets ATTNXAI_SEED
 
@@ -38,8 +38,8 @@ def other_weights(imdb, quick_model, monkeypatch_module):
     """The quick model of another seed (trained once and cached beside the default one), and the
     environment that makes every chapter use it."""
     from attnxai import pretrained
-    from attnxai.profiles import get_config
-    from attnxai.provenance import weights_sha256
+    from attnxai.model.profiles import get_config
+    from attnxai.store.provenance import weights_sha256
 
     seed = _other_seed()
     other = pretrained(get_config("quick", seed=seed), progress=False)

@@ -20,11 +20,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnxai import checkpoint, cli, data, files, trained
-from attnxai.cache import FORMAT_VERSION, cache_key
-from attnxai.checkpoint import MANIFEST, CheckpointError, load, save
+from attnxai.model import checkpoint, trained
+from attnxai import cli, data
+from attnxai.store import files
+from attnxai.model.cache import FORMAT_VERSION, cache_key
+from attnxai.model.checkpoint import MANIFEST, CheckpointError, load, save
 from attnxai.data import CacheError
-from attnxai.profiles import get_config
+from attnxai.model.profiles import get_config
 from checkpoints import (LABELLED_SHA, cached_folder, child_env, flip_byte, same_weights,
                          tiny_pretrained)
 
@@ -230,7 +232,7 @@ WRITER = textwrap.dedent("""
     import sys
     import torch
     torch.set_num_threads(1)
-    from attnxai.checkpoint import load, save
+    from attnxai.model.checkpoint import load, save
     a, b, target, n = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     for i in range(n):
         save(a if i % 2 else b, target)
@@ -262,7 +264,8 @@ def test_two_writers_and_a_reader_never_collide(tmp_path):
 
 KILLED_WRITER = textwrap.dedent("""
     import sys, time
-    from attnxai import checkpoint, files
+    from attnxai.model import checkpoint
+    from attnxai.store import files
     real = files.write_durably
     def slow(path, data):
         real(path, data)
@@ -324,9 +327,9 @@ def test_saving_through_a_symlink_replaces_the_folder_it_points_to(tmp_path):
 TRAINER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    import attnxai.trained as ck
+    import attnxai.model.trained as ck
     from attnxai.data import IMDb, Review
-    from attnxai.profiles import get_config
+    from attnxai.model.profiles import get_config
     log, go = Path(sys.argv[1]), Path(sys.argv[2])
     words = "good bad film movie plot acting great awful boring moving story".split()
     reviews = [Review(" ".join(words[(i * 7 + j) % len(words)] for j in range(6)), i % 2, 1, i,

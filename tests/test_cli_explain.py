@@ -13,9 +13,10 @@ import pytest
 from conftest import make_tiny, tiny_text
 
 import attnxai
-from attnxai import paper, trained
+from attnxai.chapters import paper
+from attnxai.model import trained
 from attnxai.cli import main as cli_main
-from attnxai.plots import figure1_page
+from attnxai.chapters.plots import figure1_page
 from attnxai.registry import ALL_METHODS, PAPER_METHODS
 
 

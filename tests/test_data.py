@@ -80,7 +80,7 @@ def test_wrong_file_and_small_archive(tmp_path):
 
 
 def test_download_failure_says_what_to_do(tmp_path, monkeypatch):
-    from attnxai import download
+    from attnxai.store import download
 
     def unreachable(*a, **k):
         raise download.DownloadError("could not connect (network is unreachable)")
@@ -97,7 +97,7 @@ def test_download_failure_says_what_to_do(tmp_path, monkeypatch):
 def test_download_checks_md5(tmp_path, monkeypatch):
     import hashlib
 
-    from attnxai import download
+    from attnxai.store import download
 
     seen = {}
 

@@ -225,7 +225,7 @@ def test_a_summary_names_its_weights_and_a_chapter_compares_only_the_same(tmp_pa
     import pandas as pd
 
     from attnxai import save
-    from attnxai.checkpoint import weights_sha256
+    from attnxai.model.checkpoint import weights_sha256
     from attnxai.experiment import runs_header, same_weights, write_summary
     from attnxai.experiment.bookdata import recorded_weights
     from attnxai.experiment.store import log_run

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnxai import AttentionClassifier, corpus, explainers
-from attnxai.interface import iter_batches
+from attnxai.model.interface import iter_batches
 
 
 def tiny(padding: str = "mask", seed: int = 0) -> AttentionClassifier:
@@ -201,7 +201,7 @@ def test_plots_for_these_chapters():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from attnxai import plots
+    from attnxai.chapters import plots
 
     model = tiny()
     ids = torch.tensor([[1, 5, 6, 7]])
@@ -223,7 +223,7 @@ def test_figures_are_displayed_with_readable_text():
     from IPython.core.interactiveshell import InteractiveShell
     from matplotlib.figure import Figure
 
-    from attnxai import plots
+    from attnxai.chapters import plots
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], label="a line")

@@ -1,4 +1,4 @@
-"""Faithfulness metrics (attnxai.faithfulness) against a literal port of ferret's code, the two
+"""Faithfulness metrics (attnxai.perturbation) against a literal port of ferret's code, the two
 model backends against each other, the provable properties of chapter 7, and the corpus study."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from scipy.stats import kendalltau
 
 import attnxai
 from attnxai import explainers
-from attnxai import faithfulness as F
+from attnxai import perturbation as F
 from attnxai.experiment import faithfulness as XF
 from attnxai.experiment import load_results, review_order
 from attnxai.registry import ALL_METHODS, METHODS
@@ -626,7 +626,7 @@ def test_perturber_model_backend_for_any_classifier():
     ids = _doc(pre, 10)
     # a subclass is still an AttentionClassifier: the fast path applies and agrees
     assert F.Perturber(m, ids, perturbation="delete").backend_used == "fast"
-    from attnxai.interface import ClassifierBase
+    from attnxai.model.interface import ClassifierBase
 
     class Other(ClassifierBase):
         def __init__(self, inner):

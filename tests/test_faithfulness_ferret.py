@@ -1,4 +1,4 @@
-"""attnxai.faithfulness against ferret's own evaluator code (g8a9/ferret 22935f8, vendored in
+"""attnxai.perturbation against ferret's own evaluator code (g8a9/ferret 22935f8, vendored in
 ``tests/ferret_vendor`` with its MIT licence: ferret cannot be installed beside the book), run on
 random float64 models through ferret's helper protocol (``tests/ferret_vendor/helper.py``).
 
@@ -33,7 +33,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from hypo import documents, examples, models, scores
 
-from attnxai import faithfulness as F
+from attnxai import perturbation as F
 
 NUMPY_REFUSES_ARRAY_EQ_LIST = tuple(int(x) for x in np.__version__.split(".")[:2]) >= (1, 25)
 

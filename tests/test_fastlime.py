@@ -16,10 +16,10 @@ from threadpoolctl import threadpool_limits
 
 import attnxai
 from attnxai import fastlime as L
-from attnxai.textmodel import Pretrained
+from attnxai.model.textmodel import Pretrained
 from attnxai.fastlime import kernels
 from attnxai.fastlime.problem import Problem
-from attnxai.model import AttentionClassifier
+from attnxai.model.single_layer import AttentionClassifier
 from conftest import make_tiny, tiny_text
 
 

@@ -1,5 +1,5 @@
-"""The low modules every writer, reader and runner shares: atomic writes (attnxai.files), the
-device parser (attnxai.devices), provenance and the cache's naming rule (attnxai.cache)."""
+"""The low modules every writer, reader and runner shares: atomic writes (attnxai.store.files), the
+device parser (attnxai.model.devices), provenance and the cache's naming rule (attnxai.model.cache)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import os
 
 import pytest
 
-from attnxai import cache, data, devices, files, provenance
-from attnxai.profiles import get_config
+from attnxai.model import cache, devices
+from attnxai import data
+from attnxai.store import files, provenance
+from attnxai.model.profiles import get_config
 
 
 def test_atomic_write_replaces_or_leaves_the_old_file(tmp_path):

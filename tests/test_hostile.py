@@ -34,14 +34,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import attnxai
-from attnxai import checkpoint, cli, faithfulness, fastlime, theory, trained
+from attnxai.model import checkpoint, trained
+from attnxai import cli, fastlime, perturbation, theory
 from attnxai.budget import ENV as BUDGET_ENV
-from attnxai.cache import FORMAT_VERSION, cache_key
-from attnxai.checkpoint import MANIFEST, CheckpointError
+from attnxai.model.cache import FORMAT_VERSION, cache_key
+from attnxai.model.checkpoint import MANIFEST, CheckpointError
 from attnxai.errors import ClusterError, NotARegularFile, OverBudget, UserError
 from attnxai.experiment import store
 from attnxai.experiment.runner import open_workers, run
-from attnxai.profiles import get_config
+from attnxai.model.profiles import get_config
 from hostile_kit import ROOT, Squares, _env, _one_line, _squares, holder, tiny_cli  # noqa: F401 - fixtures
 
 LABELLED_SHA = "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066"
@@ -433,7 +434,7 @@ def test_a_file_in_place_of_the_cached_model_is_refused_before_training(cached, 
 
 LOCKER = textwrap.dedent("""
     import sys
-    from attnxai.files import writer_lock
+    from attnxai.store.files import writer_lock
     with writer_lock(sys.argv[1]):
         print("locked", flush=True)
         sys.stdin.read()
@@ -696,7 +697,7 @@ def test_one_target_for_every_method():
 def test_what_to_pass_when_the_model_is_the_wrong_kind():
     """Before (item 10): `theory.gradient` on the multi-layer model and `explain_text(pre.model,
     ...)` raised AttributeError instead of a TypeError that says what to pass."""
-    from attnxai.multilayer import MultiLayerClassifier
+    from attnxai.model.multilayer import MultiLayerClassifier
 
     pre = make_tiny()
     ids = pre.encode("good bad film")
@@ -713,14 +714,14 @@ def test_what_to_pass_when_the_model_is_the_wrong_kind():
 
 
 def test_complex_scores_are_refused():
-    """Before (item 11): complex scores were accepted by faithfulness.evaluate with only a NumPy
+    """Before (item 11): complex scores were accepted by perturbation.evaluate with only a NumPy
     warning (their imaginary part dropped)."""
     pre = make_tiny()
     ids = pre.encode("good bad film")[0]
     with pytest.raises(TypeError, match="must be real numbers, got complex"):
-        faithfulness.evaluate(pre, ids, {"x": np.array([1 + 2j, 0.5, 3.0])})
+        perturbation.evaluate(pre, ids, {"x": np.array([1 + 2j, 0.5, 3.0])})
     with pytest.raises(TypeError, match="must be real numbers"):
-        faithfulness.ranking(np.array([1j, 2.0]))
+        perturbation.ranking(np.array([1j, 2.0]))
 
 
 def test_lime_limit_says_when_it_answers_with_an_approximation():

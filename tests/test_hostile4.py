@@ -22,9 +22,11 @@ import pytest
 from checkpoints import LABELLED_SHA, cached_folder, tiny_pretrained
 from hostile_kit import Squares, _one_line, holder, tiny_cli  # noqa: F401 - fixtures
 
-from attnxai import checkpoint, cli, files, trained
-from attnxai import download as dl
-from attnxai.checkpoint import MANIFEST, CheckpointError
+from attnxai.model import checkpoint, trained
+from attnxai import cli
+from attnxai.store import files
+from attnxai.store import download as dl
+from attnxai.model.checkpoint import MANIFEST, CheckpointError
 from attnxai.errors import NotARegularFile
 from attnxai.experiment import store
 from attnxai.experiment.runner import run
@@ -255,8 +257,9 @@ def test_a_served_checkpoint_with_impossible_shapes_falls_back_to_training(
     instead of refusing the download and training."""
     from hubserver import TINY, Server, _synthetic
 
-    from attnxai import Pretrained, hub
-    from attnxai.cache import cache_key
+    from attnxai import Pretrained
+    from attnxai.model import hub
+    from attnxai.model.cache import cache_key
 
     pre = tiny_pretrained()
     pre = Pretrained(pre.model, pre.vocab, {**pre.config, "train": TINY.to_dict()}, pre.metrics)
@@ -385,7 +388,7 @@ def test_a_download_stops_at_its_size_whatever_the_server_sends(hostile):
     import gzip
     import tracemalloc
 
-    from attnxai import hub
+    from attnxai.model import hub
 
     def forever(h):
         h.server_stop = hostile.stop
@@ -444,7 +447,7 @@ def test_every_network_wait_is_bounded(hostile, monkeypatch):
         dl.download(hostile.url + "/drip", io.BytesIO(), max_bytes=1000)
     with pytest.raises(dl.DownloadError, match="ReadTimeout"):
         dl.download(hostile.url + "/silent", io.BytesIO(), max_bytes=1000)
-    from attnxai import hub
+    from attnxai.model import hub
 
     with pytest.raises(hub.HubError, match="could not read the published index .* too slow"):
         hub.read_index(hostile.url + "/drip")                  # the index and the files alike
@@ -498,7 +501,7 @@ def test_credentials_in_the_models_url_are_never_shown_nor_stored(tmp_path, monk
     origin.json. Now they are used for the download and shown as ***."""
     from hubserver import publish_tiny
 
-    from attnxai.checkpoint import ORIGIN
+    from attnxai.model.checkpoint import ORIGIN
 
     publish_tiny(tmp_path, tiny_pretrained(seed=3))
     server = Hostile(tmp_path / "www")
@@ -535,7 +538,7 @@ def test_publishing_never_replaces_what_attnxai_did_not_write(tmp_path):
     `save` replaced a folder whose own config.json merely had the keys `arch` and `model`."""
     from hubserver import publish_tiny
 
-    from attnxai import hub
+    from attnxai.model import hub
 
     published = publish_tiny(tmp_path, tiny_pretrained(seed=3))      # the package's own: fine
     source = tmp_path / "src-cache" / "models" / published.name

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from attnxai.model import AttentionClassifier, sinusoidal_positions
+from attnxai.model.single_layer import AttentionClassifier, sinusoidal_positions
 
 
 def naive_forward(model: AttentionClassifier, ids: torch.Tensor) -> torch.Tensor:

@@ -10,8 +10,8 @@ import torch
 
 from attnxai import Pretrained, Vocab, explainers, fastlime
 from attnxai.words import Words
-from attnxai.model import AttentionClassifier
-from attnxai.multilayer import MultiLayerClassifier
+from attnxai.model.single_layer import AttentionClassifier
+from attnxai.model.multilayer import MultiLayerClassifier
 
 from conftest import WORDS, tiny_text
 
@@ -154,7 +154,7 @@ def test_flip_output_layer_and_validation():
 
 
 def test_checkpoint_round_trip_float64_and_bf16(tmp_path):
-    from attnxai.checkpoint import MODEL_CLASSES, load, save
+    from attnxai.model.checkpoint import MODEL_CLASSES, load, save
 
     assert MODEL_CLASSES["MultiLayerClassifier"] is MultiLayerClassifier
     m = tiny_ml(n_layers=2, d_ff=6).float()
@@ -188,7 +188,7 @@ def test_lime_generic_path_is_lime():
 
 
 def test_layer_lime_row():
-    from attnxai.experiment.multilayer import _pearson, layer_lime_row
+    from attnxai.experiment.beyond_one_layer import _pearson, layer_lime_row
 
     pre = tiny_ml_pretrained(n_layers=3)
     text = tiny_text(25, seed=1)
@@ -207,7 +207,7 @@ def test_layer_lime_row():
 
 
 def test_bf16_inference_copy():
-    from attnxai.experiment.multilayer import _inference_copy
+    from attnxai.experiment.beyond_one_layer import _inference_copy
 
     pre = tiny_ml_pretrained(n_layers=2)
     pre.model.float()
@@ -236,8 +236,8 @@ def _equal_weights(a, b):
 
 
 def test_training_resumes_bit_for_bit(small_data, tmp_path):
-    from attnxai import profiles as P
-    from attnxai import train as T
+    from attnxai.model import profiles as P
+    from attnxai.model import train as T
 
     cfg = P.get_config("multilayer-quick", **SMALL)
     seen = []
@@ -265,8 +265,8 @@ def test_training_resumes_bit_for_bit(small_data, tmp_path):
 
 
 def test_screen_is_the_first_epoch_of_the_full_run(small_data):
-    from attnxai import profiles as P
-    from attnxai import train as T
+    from attnxai.model import profiles as P
+    from attnxai.model import train as T
 
     cfg = P.get_config("multilayer-quick", **SMALL)
     screen = P.get_config(cfg, extra={**cfg.extra, "stop_after": 1})
@@ -280,8 +280,8 @@ def test_screen_is_the_first_epoch_of_the_full_run(small_data):
 def test_paper_recipe_is_unchanged_and_skip_shares_weights(small_data):
     """An empty extra is the authors' loop: no schedule, no clipping, random batches; the skip
     model of a seed draws the other weights as the model without it."""
-    from attnxai import profiles as P
-    from attnxai import train as T
+    from attnxai.model import profiles as P
+    from attnxai.model import train as T
 
     tiny = dict(SMALL, epochs=1, d_attn=8, d_value=8, n_heads=2)
     r = P.recipe(P.get_config("paper"))
@@ -303,7 +303,7 @@ def test_paper_recipe_is_unchanged_and_skip_shares_weights(small_data):
 
 
 def test_bucketed_batches_cover_every_review_once():
-    from attnxai.train import bucketed_batches
+    from attnxai.model.train import bucketed_batches
 
     lengths = list(np.random.default_rng(0).integers(2, 200, 1000))
     batches = bucketed_batches(lengths, 32, torch.Generator().manual_seed(0), chunk_batches=5)
@@ -314,7 +314,7 @@ def test_bucketed_batches_cover_every_review_once():
 
 
 def test_lr_factor():
-    from attnxai.train import lr_factor
+    from attnxai.model.train import lr_factor
 
     assert [lr_factor(s, 100, 0.05, "linear") for s in (0, 4)] == [0.2, 1.0]
     assert lr_factor(99, 100, 0.05, "linear") == pytest.approx(1 / 95)
@@ -329,10 +329,11 @@ def tmp_cache(tmp_path, monkeypatch):
 
 
 def test_layer_lime_study_runs_and_resumes(small_data, tmp_cache, tmp_path, monkeypatch):
-    from attnxai import data, trained
+    from attnxai import data
+    from attnxai.model import trained
     from attnxai.experiment import load_results, run
-    from attnxai.experiment.multilayer import LayerLime, layer_summary
-    from attnxai.profiles import get_config
+    from attnxai.experiment.beyond_one_layer import LayerLime, layer_summary
+    from attnxai.model.profiles import get_config
 
     monkeypatch.setattr(trained, "load_imdb", lambda *a, **k: small_data)
     cfg = get_config("multilayer-quick", **{**SMALL, "epochs": 1})
@@ -354,10 +355,10 @@ def test_layer_lime_study_runs_and_resumes(small_data, tmp_cache, tmp_path, monk
 
 
 def test_training_runs_study(small_data, tmp_cache, tmp_path, monkeypatch):
-    from attnxai import trained
+    from attnxai.model import trained
     from attnxai.experiment import load_results, run
-    from attnxai.experiment.multilayer import TrainingRuns, screen_runs, skip_runs
-    from attnxai.profiles import PROFILES, TrainConfig, get_config
+    from attnxai.experiment.beyond_one_layer import TrainingRuns, screen_runs, skip_runs
+    from attnxai.model.profiles import PROFILES, TrainConfig, get_config
 
     monkeypatch.setattr(trained, "load_imdb", lambda *a, **k: small_data)
 
@@ -389,8 +390,8 @@ def test_training_runs_study(small_data, tmp_cache, tmp_path, monkeypatch):
 def test_bf16_copy_is_only_for_the_generic_path():
     """The single-layer model's LIME takes the fast path (float64 projections of the saved
     weights): a bfloat16 copy would only round its weights, so it gets none."""
-    from attnxai.textmodel import Pretrained
-    from attnxai.experiment.multilayer import _fast_path_model, _inference_copy
+    from attnxai.model.textmodel import Pretrained
+    from attnxai.experiment.beyond_one_layer import _fast_path_model, _inference_copy
 
     single = AttentionClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12)
     pre = Pretrained(single, None, {}, {}, None)
@@ -405,7 +406,7 @@ def test_bf16_copy_is_only_for_the_generic_path():
 
 
 def test_best_offset_finds_the_shifted_threshold_and_refuses_mismatched_shapes():
-    from attnxai.experiment.multilayer import best_offset
+    from attnxai.experiment.beyond_one_layer import best_offset
 
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 4000)

@@ -1,4 +1,4 @@
-"""The float64 projections (attnxai.network) against the model's own forward pass, on tiny
+"""The float64 projections (attnxai.model.network) against the model's own forward pass, on tiny
 hand-built models: the one description of the single-layer network that fast LIME and the closed
 forms evaluate must agree with ``model.forward`` to rounding."""
 
@@ -10,7 +10,7 @@ import torch
 
 from attnxai.fastlime.evaluate import DeleteEvaluator, ReplaceEvaluator
 from attnxai.fastlime.problem import lime_features
-from attnxai.network import Projections
+from attnxai.model.network import Projections
 from conftest import make_tiny, tiny_text
 
 TOL = 1e-12

@@ -1,4 +1,4 @@
-"""The token shadings and the colour convention of attnxai.plots (book/notation.md, Colours):
+"""The token shadings and the colour convention of attnxai.chapters.plots (book/notation.md, Colours):
 green for a weight that pushes logit 1 up, red for one that pushes it down, a key on every
 shading, an HTML form for the site and a LaTeX form for the PDF."""
 
@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from attnxai import plots
+from attnxai.chapters import plots
 
 
 def _spans(html: str) -> list[str]:

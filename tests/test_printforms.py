@@ -1,4 +1,4 @@
-"""The print forms of the chapters' outputs (attnxai.printforms): tables and long SymPy output
+"""The print forms of the chapters' outputs (attnxai.chapters.printforms): tables and long SymPy output
 get a LaTeX form that says what the site shows and fits the PDF's line. Where XeLaTeX is
 installed, the forms are typeset and TeX's own overfull-box report is read."""
 
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import sympy as sp
 
-from attnxai import printforms
-from attnxai.printforms import LINE_PT, math_width, sympy_latex, table_latex
+from attnxai.chapters import printforms
+from attnxai.chapters.printforms import LINE_PT, math_width, sympy_latex, table_latex
 
 
 def _rows(tex):
@@ -151,7 +151,7 @@ def test_register_outside_ipython_is_a_no_op():
     import subprocess
     import sys
 
-    code = "from attnxai import printforms; print(printforms.register())"
+    code = "from attnxai.chapters import printforms; print(printforms.register())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=os.environ, timeout=300, check=True)
     assert out.stdout.strip() == "False"

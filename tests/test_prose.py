@@ -1,10 +1,10 @@
-"""attnxai.prose: values glued for the chapters' Markdown are read back by myst-nb itself (its
+"""attnxai.chapters.prose: values glued for the chapters' Markdown are read back by myst-nb itself (its
 own glue extraction and text formatting, the reference), and numbers print as a reader expects."""
 
 import numpy as np
 import pytest
 
-from attnxai import prose
+from attnxai.chapters import prose
 
 
 def _glued(fn, **values):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypo import documents, examples, models, scores, tensor
 
 from attnxai import explainers
-from attnxai import faithfulness as F
+from attnxai import perturbation as F
 
 SELS = ("abs", "positive", "signed")
 AOPC = ("comprehensiveness", "sufficiency")

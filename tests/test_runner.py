@@ -14,18 +14,19 @@ import numpy as np
 import pytest
 import torch
 
-from attnxai import AttentionClassifier, Pretrained, Vocab, checkpoint
+from attnxai import AttentionClassifier, Pretrained, Vocab
+from attnxai.model import checkpoint
 from attnxai import experiment as X
-from attnxai.checkpoint import MANIFEST, CheckpointError, save
+from attnxai.model.checkpoint import MANIFEST, CheckpointError, save
 from attnxai.cli import main as cli_main
 from attnxai.experiment import store, transport
 from attnxai.experiment.runner import Study, chunked, parallel, run
 from attnxai.experiment.transport import ModelBundle, ModelRef
-from attnxai.cache import FORMAT_VERSION
-from attnxai.devices import check_device
-from attnxai.interface import predict
-from attnxai.profiles import get_config
-from attnxai.train import train
+from attnxai.model.cache import FORMAT_VERSION
+from attnxai.model.devices import check_device
+from attnxai.model.interface import predict
+from attnxai.model.profiles import get_config
+from attnxai.model.train import train
 
 WORDS = "good bad film movie plot acting great awful boring moving story".split()
 SMALL = dict(profile="quick", repeats=2, num_samples=60, progress=False)
@@ -243,7 +244,8 @@ def test_study_inputs_refuse_what_a_study_cannot_run(monkeypatch):
     the workers) and more reviews than the test set has."""
     import types
 
-    from attnxai import data, trained
+    from attnxai import data
+    from attnxai.model import trained
     from attnxai.experiment.runner import study_model, study_test_set
 
     monkeypatch.setattr(trained, "pretrained", lambda *a, **k: types.SimpleNamespace(path=None))

@@ -47,8 +47,8 @@ def test_rows_resume_and_table(small_run, quick_model, imdb):
     assert (again.computed, again.skipped) == (2, 6)
     df = load_results(out, keys=("test_index", "mode"), sort=("rank", "mode"))
     table = SC.agreement_table(df, n_boot=50)
-    n_pairs = len(SC.METHODS) * (len(SC.METHODS) - 1) // 2
-    assert len(table) == 2 * len(SC.METRICS) * (n_pairs + len(SC.METHODS) - 2)
+    n_pairs = len(SC.COMPARED) * (len(SC.COMPARED) - 1) // 2
+    assert len(table) == 2 * len(SC.METRICS) * (n_pairs + len(SC.COMPARED) - 2)
     sub = df[df["mode"] == "delete"]
     diff = table[(table["mode"] == "delete") & (table["metric"] == "spearman")
                  & (table["pair"] == "alpha-avg: Shapley - LIME")]["mean"].item()

@@ -9,7 +9,7 @@ import torch
 
 import attnxai
 from attnxai import explainers, registry
-from attnxai.multilayer import MultiLayerClassifier
+from attnxai.model.multilayer import MultiLayerClassifier
 
 from conftest import make_tiny, tiny_text
 

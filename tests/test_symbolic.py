@@ -2,7 +2,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from attnxai import symbolic
+from attnxai.model import symbolic
 
 
 def test_symbolic_matches_torch_float64():

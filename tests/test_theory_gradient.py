@@ -7,7 +7,8 @@ import pytest
 import sympy as sp
 import torch
 
-from attnxai import AttentionClassifier, explainers, symbolic
+from attnxai import AttentionClassifier, explainers
+from attnxai.model import symbolic
 from attnxai.text import TruncationWarning
 from attnxai.theory import gradient_theorem as tg
 

@@ -305,7 +305,7 @@ def test_binomial_windows_match_scipy():
     lo = np.zeros((5, 6), np.int64)
     length, offset = np.zeros_like(lo), np.zeros_like(lo)
     pmf = np.zeros(5 * (n_other.sum() + 12))
-    lb.binomial_windows(n_other, nodes, 1e-14, lo, length, offset, pmf)
+    lk.binomial_windows(n_other, nodes, 1e-14, lo, length, offset, pmf)
     for i, p in enumerate(nodes):
         for t, n in enumerate(n_other):
             if n == 0:

@@ -59,7 +59,7 @@ def test_skip_is_a_constant_offset():
 
 def test_skip_models_take_the_generic_lime_path():
     from attnxai import Pretrained, Vocab, fastlime
-    from attnxai.network import Projections
+    from attnxai.model.network import Projections
 
     from conftest import WORDS, tiny_text
 

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from attnxai import Pretrained, checkpoint
-from attnxai.checkpoint import load, save
+from attnxai import Pretrained
+from attnxai.model import checkpoint
+from attnxai.model.checkpoint import load, save
 from attnxai.data import IMDb
-from attnxai.profiles import get_config
-from attnxai.train import train
-from attnxai.trained import pretrained
+from attnxai.model.profiles import get_config
+from attnxai.model.train import train
+from attnxai.model.trained import pretrained
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_a_trained_model_records_its_fingerprint(tiny_data, tmp_path, capsys):
     processor and the threads; `attnxai info` shows it. The digest is of the weights alone: a
     weight one ulp away changes it."""
     from attnxai import cli
-    from attnxai.provenance import weights_sha256
+    from attnxai.store.provenance import weights_sha256
 
     cfg = get_config("quick", **TINY)
     model, vocab, metrics = train(cfg, tiny_data, progress=False)

@@ -207,7 +207,7 @@ _MATH_CLASS = re.compile(r'class="[^"]*\bmath\b')
 def _mathjax_only_with_maths(app, pagename, context) -> None:
     """MathJax (about 1 MB) only on pages that show maths: Sphinx also loads it on a page whose
     table of contents includes pages with maths (the home page), and on a page whose outputs carry
-    a LaTeX form that the site does not show (a table's, attnxai.printforms). So the rendered body
+    a LaTeX form that the site does not show (a table's, attnxai.chapters.printforms). So the rendered body
     decides: Sphinx marks every formula it shows with the class ``math``."""
     if app.builder.format != "html" or _MATH_CLASS.search(context.get("body") or ""):
         return
@@ -484,7 +484,7 @@ class _LatexProofTitles:
 class _LatexTables:
     """What the PDF needs of cell outputs and tables:
 
-    * an output's LaTeX table (attnxai.printforms: a ``text/latex`` that myst-nb hands over as
+    * an output's LaTeX table (attnxai.chapters.printforms: a ``text/latex`` that myst-nb hands over as
       maths) goes in as LaTeX, not as an equation;
     * a Markdown table that would not fit at natural width gets column widths from its content,
       never narrower than its widest unbreakable piece (code, a formula), ragged right: tabulary
@@ -499,7 +499,7 @@ class _LatexTables:
         from sphinx import addnodes
 
         sys.path.insert(0, str(ROOT / "src"))
-        from attnxai.printforms import TABLE_MARK
+        from attnxai.chapters.printforms import TABLE_MARK
 
         for block in list(doctree.findall(nodes.math_block)):
             if "text_latex" in block["classes"] and block.astext().lstrip().startswith(TABLE_MARK):
@@ -518,7 +518,7 @@ class _LatexTables:
         """``\\X`` columns for ``table`` if it does not fit at natural width, else None."""
         from docutils import nodes
 
-        from attnxai.printforms import fit_columns
+        from attnxai.chapters.printforms import fit_columns
 
         group = next(table.findall(nodes.tgroup))
         ncols = int(group["cols"])
@@ -541,7 +541,7 @@ class _LatexTables:
         """(width on one line, widest unbreakable piece) of a table cell, in points at 10 pt."""
         from docutils import nodes
 
-        from attnxai.printforms import CHAR_PT, math_width
+        from attnxai.chapters.printforms import CHAR_PT, math_width
 
         width, piece = 0.0, 0.0
         for node in entry.findall(lambda n: isinstance(n, (nodes.Text, nodes.math, nodes.literal))):
@@ -696,7 +696,7 @@ def _latex_transforms(app):
     class LatexCellsFirst(SphinxPostTransform):
         """Before sphinx-jupyterbook-latex drops hidden cell parts (400): an output collapsed on
         the site (``hide-output``: a SymPy expression shown on request) is printed, since paper
-        cannot be clicked (attnxai.printforms breaks it over lines); a cell tagged
+        cannot be clicked (attnxai.chapters.printforms breaks it over lines); a cell tagged
         ``remove-input-print`` loses its input in print only, one tagged ``remove-cell-print``
         is left out of print."""
         default_priority = 390
@@ -710,7 +710,7 @@ def _latex_transforms(app):
                 if cell.get("nb_element") != "cell_code":
                     continue
                 if "tag_hide-output" in cell["classes"]:
-                    # printed smaller (7 pt): attnxai.printforms breaks it between terms, but
+                    # printed smaller (7 pt): attnxai.chapters.printforms breaks it between terms, but
                     # a single fraction of a raw expansion may still be wider than 10 pt allows
                     cell["classes"].remove("tag_hide-output")
                     for part in list(cell.children):

@@ -180,7 +180,7 @@ def regime_rows(pre, data, n: int) -> list[dict]:
 def write(path: Path, rows: list[dict], argv: list[str], seconds: float) -> None:
     import pandas as pd
 
-    from attnxai.provenance import code_label
+    from attnxai.store.provenance import code_label
 
     with open(path, "w") as fh:
         fh.write(f"# python book/data/make_deletion_errors.py {' '.join(argv)}\n")

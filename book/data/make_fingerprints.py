@@ -13,7 +13,7 @@ a fresh process and a temporary cache, under every combination of
 * the number of torch threads (1 and 2);
 
 ``--repeats`` times each (the later repeats run while the others' load is on the machine), and
-records each run's weights digest (:func:`attnxai.provenance.weights_sha256`), its test accuracy
+records each run's weights digest (:func:`attnxai.store.provenance.weights_sha256`), its test accuracy
 and the machine's fingerprint. The file starts with ``#`` lines: the command, the code, the
 versions, the processor, the wall time.
 """
@@ -37,7 +37,7 @@ _TRAIN = """
 import json, sys, torch
 torch.set_num_threads(int(sys.argv[2]))
 import attnxai
-from attnxai.provenance import weights_sha256
+from attnxai.store.provenance import weights_sha256
 pre = attnxai.pretrained(sys.argv[1], progress=False, download=False)
 print(json.dumps({"weights_sha256": weights_sha256(pre.model.state_dict()),
                   "test_accuracy": pre.metrics["test_accuracy"],
@@ -50,7 +50,7 @@ print(json.dumps({"weights_sha256": weights_sha256(pre.model.state_dict()),
 def capabilities() -> list[str]:
     """The ATEN_CPU_CAPABILITY values this processor can run: the portable kernels, then each
     vector width torch has kernels for and the processor supports."""
-    from attnxai.provenance import cpu
+    from attnxai.store.provenance import cpu
 
     flags = set(cpu()["flags"])
     return ["default"] + [c for c, need in (("avx2", "avx2"), ("avx512", "avx512f"))
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from attnxai.experiment import write_summary
-    from attnxai.provenance import code_label, cpu, loadavg
+    from attnxai.store.provenance import code_label, cpu, loadavg
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="quick")

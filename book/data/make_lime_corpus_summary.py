@@ -36,7 +36,7 @@ import pandas as pd
 
 from attnxai.experiment import (approximation_names, lime_summary, load_results, runs_header,
                                 write_summary)
-from attnxai.provenance import code_label
+from attnxai.store.provenance import code_label
 
 HERE = Path(__file__).resolve().parent
 #: Approximations whose Spearman correlations are summarised.

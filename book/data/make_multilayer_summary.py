@@ -104,7 +104,7 @@ def lime(results: Path, out: Path) -> None:
     import pandas as pd
 
     from attnxai.experiment import load_results, runs_header
-    from attnxai.experiment.multilayer import layer_summary
+    from attnxai.experiment.beyond_one_layer import layer_summary
 
     header, summ, per_review, frames = [], [], [], {}
     for name, label in LIME_RUNS:

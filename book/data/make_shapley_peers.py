@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     import attnxai
     from attnxai import experiment
     from attnxai.experiment import write_summary
-    from attnxai.provenance import code_label, loadavg
+    from attnxai.store.provenance import code_label, loadavg
     from attnxai.threads import single_threaded
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -61,7 +61,7 @@ def checks(df):
 def main() -> None:
     from attnxai.experiment import load_results, runs_header, write_summary
     from attnxai.experiment.shapley_corpus import agreement_table
-    from attnxai.provenance import code_label
+    from attnxai.store.provenance import code_label
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", help="results folder of python -m attnxai shapley-experiment")

@@ -1,40 +1,58 @@
 """attnxai: companion package to *Attention Meets Post-hoc Interpretability* (ICML 2024).
 
 Layers (each module imports only from the layers below it; ``tests/test_architecture.py`` runs
-import-linter's contract from ``pyproject.toml``)::
+import-linter's contracts from ``pyproject.toml``, one for the top level and one for each room)::
 
     cli                          the command line
     course                       the chapters' launch cell, notebooks for Colab, student editions
-    experiment                   the corpus experiments (one resumable runner)
+    experiment/                  the corpus studies, run by one resumable runner:
+        shapley_corpus | beyond_one_layer
+                                 the agreement study (chapter 9) | layer by layer, training runs
+        faithfulness             the faithfulness study (chapter 7)
+        lime_corpus | bookdata   the LIME corpus study | the committed summaries
+        runner                   the one resumable runner (Study, run)
+        cluster | workers | transport | store
+                                 a Dask cluster | this process, local processes | the model
+                                 shipped to workers | results folders
     explanation                  one text explained by any methods: explain(), Explanation
     registry                     the methods explain() can run, their settings, the document
-    theory | faithfulness        closed forms | perturbation metrics (AOPC, tau-LOO, curves)
+    theory/ | perturbation       closed forms (theory/__init__ lists its modules) | perturbation
+                                 metrics (AOPC, tau-LOO, curves)
     corpus                       corpus statistics of the explainers
-    explainers | fastlime        attention, gradients, G x I | LIME, exactly as lime, fast
-    trained                      a profile's model: from the cache, trained if missing
-    train                        the training loop, resumable
-    checkpoint                   the checkpoint folder: format, save, load, verification
-    cache                        where trained models are kept: the one lookup rule
-    textmodel | profiles | symbolic | network
+    explainers | fastlime/       attention, gradients, G x I | LIME, exactly as lime, fast
+    model/                       the model and its checkpoints:
+        trained                  a profile's model: from the cache, downloaded, else trained
+        train | hub              the training loop, resumable | the book's published models
+        checkpoint               the checkpoint folder: format, save, load, verification
+        cache                    where trained models are kept: the one lookup rule
+        textmodel | profiles | symbolic | network
                                  Pretrained (model + vocabulary) | training configurations |
                                  the model in SymPy | its float64 projections
-    model | multilayer           the Section 2 classifier | the 6 x 6 reconstruction
-    interface                    the model interface (ClassifierBase), ids, positions, predict
-    words | data | text          token <-> word scores | IMDb | tokenizer, vocabulary
-    validate | paper | runconfig | threads | plots
-                                 one validator per input | the paper's numbers | book profile |
-                                 thread limits | figures
-    files | provenance | devices | native | budget | repository | printforms | prose
-                                 atomic writes | commit, version, load | the device parser |
-                                 the numba decorator | time budgets | the book's repository |
-                                 print forms of outputs | numbers for the chapters' prose
-    errors                       the errors a user can fix
+        single_layer | multilayer
+                                 the Section 2 classifier | the 6 x 6 reconstruction
+        interface | devices      the model interface (ClassifierBase), ids, positions, predict |
+                                 the one device parser
+    words | data | text | limit_settings
+                                 token <-> word scores | IMDb | tokenizer, vocabulary |
+                                 the settings of LIME's limit (theory and registry share them)
+    validate | chapters/ | threads
+                                 one validator per input | the chapters' helpers | thread limits
+        chapters/: plots, printforms | paper | prose | runconfig
+                                 figures, print forms of outputs | the paper's numbers | numbers
+                                 for the chapters' prose | the book's profile (ATTNXAI_PROFILE)
+    store/ | native | budget     what is written, downloaded, recorded | the numba decorator |
+                                 memory budgets
+        store/: files | download | provenance | repository
+                                 atomic writes | bounded downloads | commit, version, host |
+                                 the book's repository
+    progress                     the one progress bar
+    errors | moved               the errors a user can fix | old import paths (a warning each)
 
 **One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
 :class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.
 
-**The model interface** (:mod:`attnxai.interface`). Every explainer works on a
-:class:`~attnxai.interface.ClassifierBase`, which provides ``check_ids`` / ``collate`` /
+**The model interface** (:mod:`attnxai.model.interface`). Every explainer works on a
+:class:`~attnxai.model.interface.ClassifierBase`, which provides ``check_ids`` / ``collate`` /
 ``embed`` and asks a model class for two methods, with ``B`` documents, ``T`` tokens ([CLS] at
 position 0), ``L`` layers, ``K`` heads, ``C`` classes, ``D = d_embed``::
 
@@ -44,19 +62,21 @@ position 0), ``L`` layers, ``K`` heads, ``C`` classes, ``D = d_embed``::
 
 Attention (any layer), gradients with respect to ``e``, G x I and LIME (generic path) then work
 on it unchanged; the single-layer model also has float64 projections
-(:class:`attnxai.network.Projections`) that the fast LIME and the closed forms evaluate.
+(:class:`attnxai.model.network.Projections`) that the fast LIME and the closed forms evaluate.
 """
 
-from .checkpoint import load, save
+from . import moved
 from .data import load_imdb
 from .explanation import Explanation, explain
-from .interface import ClassifierBase
-from .model import AttentionClassifier, Internals
+from .model.checkpoint import load, save
+from .model.interface import ClassifierBase
+from .model.single_layer import AttentionClassifier, Internals
+from .model.textmodel import Pretrained
+from .model.trained import pretrained
 from .text import Vocab, normalize_for_lime, tokenize
-from .textmodel import Pretrained
-from .trained import pretrained
 
 __version__ = "0.2.0"
+moved.install()
 __all__ = ["AttentionClassifier", "ClassifierBase", "Explanation", "Internals", "Pretrained",
            "Vocab", "explain", "load", "load_imdb", "normalize_for_lime", "pretrained", "save",
            "tokenize", "__version__"]

@@ -23,7 +23,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-from . import paper
+from .chapters import paper
 
 
 class _Deprecated(argparse.Action):
@@ -80,7 +80,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
 
 
 def _train_run(args: argparse.Namespace) -> int:
-    from .trained import pretrained
+    from .model.trained import pretrained
 
     pre = pretrained(args.profile, archive=args.archive, device=args.device,
                      download=not args.no_download, progress=not args.no_progress)
@@ -111,15 +111,15 @@ def _info_run(args: argparse.Namespace) -> int:
     """Offline: finds the cached model (or loads --path), verifies it, prints its key, the
     sha256 of its files, where it came from and its metrics; ``--published`` compares it with the
     book's published model (online)."""
-    from .checkpoint import MANIFEST, load, origin
-    from .trained import pretrained
+    from .model.checkpoint import MANIFEST, load, origin
+    from .model.trained import pretrained
 
     if args.path is not None:
         pre = load(args.path)
     else:
         pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
                          download=False, progress=False)
-    from .files import loads_json, read_small_file, sha256
+    from .store.files import loads_json, read_small_file, sha256
 
     raw = read_small_file(pre.path / MANIFEST)              # load() verified the files against it
     record = loads_json(raw, str(pre.path / MANIFEST))
@@ -139,7 +139,7 @@ def _info_run(args: argparse.Namespace) -> int:
            "fingerprint": _fingerprint(pre)}
     same = True
     if args.published:
-        from .hub import compare_published
+        from .model.hub import compare_published
 
         same, out["published"] = compare_published(pre.path)
     print(json.dumps(out, indent=2))
@@ -149,9 +149,9 @@ def _info_run(args: argparse.Namespace) -> int:
 def _fingerprint(pre) -> dict:
     """The training machine's fingerprint from the metrics (None fields for a model trained
     before it was recorded), and the digest of the weights as saved (the one rule,
-    :func:`attnxai.checkpoint.weights_sha256`, whatever dtype loaded them): two machines compare
+    :func:`attnxai.model.checkpoint.weights_sha256`, whatever dtype loaded them): two machines compare
     ``weights_sha256`` to know whether they trained the same weights."""
-    from .checkpoint import weights_sha256
+    from .model.checkpoint import weights_sha256
 
     recorded = pre.metrics.get("fingerprint") or {}
     now = weights_sha256(pre.path)
@@ -181,9 +181,9 @@ def _publish_args(p: argparse.ArgumentParser) -> None:
 
 def _publish_run(args: argparse.Namespace) -> int:
     """Copies the cached models (verified) and writes the index the package downloads from."""
-    from .cache import candidates
-    from .hub import publish
-    from .profiles import get_config
+    from .model.cache import candidates
+    from .model.hub import publish
+    from .model.profiles import get_config
 
     names = [s.strip() for s in args.profiles.split(",") if s.strip()]
     required = {s.strip() for s in args.require.split(",") if s.strip()}
@@ -218,7 +218,7 @@ def _adopt_run(args: argparse.Namespace) -> int:
     that makes unverifiable files verifiable, by trusting them (it says what it trusted)."""
     from pathlib import Path
 
-    from . import checkpoint
+    from .model import checkpoint
     from .experiment import store
 
     path = Path(args.path).expanduser()
@@ -436,7 +436,7 @@ def _explained_text(arg: str) -> str:
     else the argument itself, with a note when it looks like a path (it is explained as words)."""
     import os
 
-    from .files import read_small_file
+    from .store.files import read_small_file
 
     if arg == "-":
         text = sys.stdin.read(_TEXT_BYTES + 1)
@@ -468,7 +468,7 @@ def _check_output_file(path: str, flag: str) -> None:
     before the work that fills it."""
     import os
 
-    from .files import probe_writable
+    from .store.files import probe_writable
 
     if os.path.isdir(path):
         raise IsADirectoryError(f"{flag} {path} is a folder: give a file name, e.g. "
@@ -491,7 +491,7 @@ def _explain_run(args: argparse.Namespace) -> int:
     from . import validate
     from .explanation import explain
     from .registry import PAPER_METHODS, parse_settings
-    from .trained import pretrained
+    from .model.trained import pretrained
 
     text = _explained_text(args.text)
     methods = _method_names(args.methods)
@@ -546,7 +546,7 @@ def _layer_lime_args(p: argparse.ArgumentParser) -> None:
 def _layer_lime_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from .experiment.multilayer import layer_summary, run_layer_lime
+    from .experiment.beyond_one_layer import layer_summary, run_layer_lime
     from .experiment.store import load_results
 
     report = run_layer_lime(args.out, profile=args.profile, reviews=args.reviews,
@@ -576,7 +576,7 @@ def _training_runs_args(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def _screens_args(p: argparse.ArgumentParser) -> None:
-    from .experiment.multilayer import SCREENS
+    from .experiment.beyond_one_layer import SCREENS
 
     p.add_argument("--screens", default=None,
                    help="comma-separated among " + ", ".join(SCREENS) + " (default: all)")
@@ -594,7 +594,7 @@ def _training_runs(args: argparse.Namespace, runs, name: str) -> int:
     import pandas as pd
 
     from .experiment import run
-    from .experiment.multilayer import TrainingRuns
+    from .experiment.beyond_one_layer import TrainingRuns
     from .experiment.store import load_results
 
     report = run(TrainingRuns(runs, name=name, archive=args.archive), args.out, jobs=args.jobs,
@@ -610,7 +610,7 @@ def _training_runs(args: argparse.Namespace, runs, name: str) -> int:
 
 
 def _screens_run(args: argparse.Namespace) -> int:
-    from .experiment.multilayer import screen_runs
+    from .experiment.beyond_one_layer import screen_runs
 
     names = None if args.screens is None else [s.strip() for s in args.screens.split(",")
                                                if s.strip()]
@@ -618,7 +618,7 @@ def _screens_run(args: argparse.Namespace) -> int:
 
 
 def _skip_run(args: argparse.Namespace) -> int:
-    from .experiment.multilayer import skip_runs
+    from .experiment.beyond_one_layer import skip_runs
 
     seeds = []
     for s in args.seeds.split(","):

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from . import validate
 from .explainers import GRADIENT_METHODS, attention, gradient_summaries
-from .interface import ClassifierBase, iter_batches
+from .model.interface import ClassifierBase, iter_batches
 
 __all__ = ["corpus_statistics", "distinct_head_tops", "review_spearman", "sample_reviews"]
 

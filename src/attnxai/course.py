@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import runconfig
-from .files import atomic_write
+from .chapters import runconfig
+from .store.files import atomic_write
 
 ENV_PROFILE = "ATTNXAI_PROFILE"
 
@@ -56,15 +56,15 @@ def start(*, verbose: bool = True) -> str:
 
     ``ATTNXAI_PROFILE`` set: that profile. Unset: "paper" if the paper's model is in the cache
     (``attnxai.data.cache_dir()``) or the book's published one can be downloaded (verified,
-    :mod:`attnxai.hub`; it says where it came from), else "quick", which is then set in
+    :mod:`attnxai.model.hub`; it says where it came from), else "quick", which is then set in
     ``os.environ`` so that every later ``attnxai.pretrained()`` and ``sized()`` of the session use
     it (the message says why the download was not possible and how to turn it on). Nothing is
     trained here; the chapter's own ``attnxai.pretrained()`` trains the quick model if needed
     (about a minute on two cores).
     """
     from . import __version__
-    from .checkpoint import origin
-    from .trained import ModelNotCached, pretrained
+    from .model.checkpoint import origin
+    from .model.trained import ModelNotCached, pretrained
     from .data import cache_dir
 
     explicit = os.environ.get(ENV_PROFILE)
@@ -333,9 +333,9 @@ _CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(?:(?::[^\n]*\n)+\n?)?(?P<bod
 
 def repository_url(root: str | os.PathLike = ".") -> str:
     """_config.yml's ``repository.url`` (the one place the book's repository is set; read by
-    :func:`attnxai.repository.configured_url`, which the model downloads use too); "" while the
+    :func:`attnxai.store.repository.configured_url`, which the model downloads use too); "" while the
     book names none (empty, or the old ``OWNER/REPOSITORY`` placeholder)."""
-    from .repository import configured_url, names_repository
+    from .store.repository import configured_url, names_repository
 
     url = configured_url(root)
     return url if names_repository(url) else ""

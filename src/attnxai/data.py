@@ -7,7 +7,7 @@ Where the archive comes from, in order of precedence:
 1. the ``archive=`` argument of :func:`archive_path` / :func:`load_imdb`;
 2. the environment variable ``ATTNXAI_IMDB_ARCHIVE`` (tests and CI point it at
    ``../shared/data/aclImdb_v1_labeled.tar.gz``);
-3. the official archive, downloaded once (md5 checked; :mod:`attnxai.download`, never under
+3. the official archive, downloaded once (md5 checked; :mod:`attnxai.store.download`, never under
    ``ATTNXAI_OFFLINE=1``) into ``<cache>/data``.
 
 The cache (:func:`cache_dir`: downloads, trained models) is the same for every way of starting:
@@ -147,8 +147,8 @@ def file_md5(path: str | os.PathLike) -> str:
 def download_imdb(dest: str | os.PathLike | None = None) -> Path:
     """Download the official archive (84 MB) once, check its md5, return its path (under
     ``ATTNXAI_OFFLINE=1``, no network: :class:`DataError` naming the archive variable)."""
-    from .download import DownloadError, refuse_offline
-    from .files import atomic_write
+    from .store.download import DownloadError, refuse_offline
+    from .store.files import atomic_write
 
     folder = Path(dest) if dest is not None else cache_dir() / "data"
     path = folder / "aclImdb_v1.tar.gz"
@@ -163,7 +163,7 @@ def download_imdb(dest: str | os.PathLike | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
 
     def fetch(tmp: Path) -> None:
-        from .download import download
+        from .store.download import download
 
         with open(tmp, "wb") as sink:
             download(IMDB_URL, sink, max_bytes=IMDB_BYTES, what=f"the IMDb archive {IMDB_URL}",

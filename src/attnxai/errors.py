@@ -40,7 +40,7 @@ class WorkerLost(UserError, RuntimeError):
 class NotARegularFile(UserError, OSError):
     """A path the package reads as a stored file is something else (a folder, a FIFO, a device)
     or larger than any file of its kind: refused before anything waits on it or reads it
-    whole (:func:`attnxai.files.open_regular`)."""
+    whole (:func:`attnxai.store.files.open_regular`)."""
 
 
 class OverBudget(UserError, MemoryError):

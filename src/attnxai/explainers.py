@@ -1,5 +1,5 @@
 """The explainers of the paper's Figure 1 that score positions, on any model of the package's
-interface (:class:`attnxai.interface.ClassifierBase`: the single-layer classifier, the
+interface (:class:`attnxai.model.interface.ClassifierBase`: the single-layer classifier, the
 multi-layer one).
 
 Position-level explainers (one score per token position)::
@@ -21,8 +21,8 @@ every method side by side for a text, at token and word level (:mod:`attnxai.wor
 is the sum of its occurrences').
 
 Shapes and alignment. ``ids`` is a (B, T0) integer tensor whose column 0 is ``[CLS]`` (as
-:meth:`~attnxai.textmodel.Pretrained.encode` makes it). Scores are aligned with the ids *after
-the model's own padding* (:meth:`~attnxai.interface.ClassifierBase.check_ids`): ``T = T0`` with
+:meth:`~attnxai.model.textmodel.Pretrained.encode` makes it). Scores are aligned with the ids *after
+the model's own padding* (:meth:`~attnxai.model.interface.ClassifierBase.check_ids`): ``T = T0`` with
 ``padding="mask"``, ``T = max_len`` with ``padding="unk"``. Position 0 is ``[CLS]``: it has an
 attention weight and a gradient like every token and is kept in the arrays.
 
@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from . import validate
-from .interface import ClassifierBase
+from .model.interface import ClassifierBase
 
 __all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "POSITION_METHODS", "alpha_times_score",
            "attention", "flip_output_layer", "gradient", "gradient_summaries", "position_scores",
@@ -222,8 +222,8 @@ def alpha_times_score(model: ClassifierBase, ids: Tensor, target: int = 1) -> Te
     (the logit is the sum of these over the positions, chapter 1) and the value part of GxI
     (chapter 4's corollary): attention weighted by the token score that attention itself never
     sees. Needs the model's internals: the single-layer
-    :class:`~attnxai.model.AttentionClassifier`."""
-    from .model import AttentionClassifier
+    :class:`~attnxai.model.single_layer.AttentionClassifier`."""
+    from .model.single_layer import AttentionClassifier
 
     if not isinstance(model, AttentionClassifier):
         raise TypeError("alpha x s is defined for the single-layer AttentionClassifier, not "

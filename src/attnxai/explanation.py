@@ -17,7 +17,7 @@ as UNK) are refused with ``ValueError``; unknown words are listed in ``unknown``
 **Levels.** Every method's scores are given at both levels, converted by the one rule of
 :mod:`attnxai.words` (a token-level score's word score is the sum over the word's occurrences; a
 word-level score is the word's whole score at each occurrence). The faithfulness metrics take
-``ex.ids`` and ``ex.token_scores`` (:func:`attnxai.faithfulness.evaluate`).
+``ex.ids`` and ``ex.token_scores`` (:func:`attnxai.perturbation.evaluate`).
 
 **Settings.** ``target`` (the explained logit, or ``"predicted"``) and ``seed`` are set once for
 every method; ``settings`` gives a method's own (its fields in :mod:`attnxai.registry`), and a
@@ -44,7 +44,7 @@ from .progress import bar as progress_bar
 from .registry import DEFAULT_SEED, METHODS, PAPER_METHODS, SHARED, Document
 from .text import (DroppedCharactersWarning, TruncationWarning, dropped_characters,
                    normalize_for_lime, tokenize)
-from .textmodel import Pretrained
+from .model.textmodel import Pretrained
 from .words import Words
 
 __all__ = ["Explanation", "explain", "read_document", "resolve_settings"]
@@ -159,9 +159,9 @@ class Explanation:
 
     def to_html(self, *, page: bool = True) -> str:
         """The paper's Figure 1 for this text, one shaded row per method
-        (:func:`attnxai.plots.figure1_page`: a complete offline HTML page; ``page=False``: the rows
-        alone, :func:`attnxai.plots.explanations_html`, for a notebook)."""
-        from .plots import figure1_page
+        (:func:`attnxai.chapters.plots.figure1_page`: a complete offline HTML page; ``page=False``: the rows
+        alone, :func:`attnxai.chapters.plots.explanations_html`, for a notebook)."""
+        from .chapters.plots import figure1_page
 
         if not page:
             return str(self._shading())
@@ -182,8 +182,8 @@ class Explanation:
                             subtitle=sub, notes=notes)
 
     def _shading(self):
-        """The rows with the book's colour key (attnxai.plots.explanations_html)."""
-        from .plots import explanations_html
+        """The rows with the book's colour key (attnxai.chapters.plots.explanations_html)."""
+        from .chapters.plots import explanations_html
 
         towards = '"positive"' if self.target == 1 else f"class {self.target}"
         return explanations_html(self.tokens, self.token_scores, towards=towards,
@@ -198,7 +198,7 @@ class Explanation:
 
     def write_html(self, path: str | Path) -> Path:
         """Write :meth:`to_html` to ``path`` (UTF-8, atomically); returns the path."""
-        from .files import atomic_write
+        from .store.files import atomic_write
 
         return atomic_write(Path(path), self.to_html())
 
@@ -315,7 +315,7 @@ def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = 
     """The explanations of ``text`` by ``methods`` (default the paper's seven,
     :data:`~attnxai.registry.PAPER_METHODS`; any names of :data:`~attnxai.registry.METHODS`).
 
-    ``model``: a :class:`~attnxai.textmodel.Pretrained`, or a profile name (``"paper"``,
+    ``model``: a :class:`~attnxai.model.textmodel.Pretrained`, or a profile name (``"paper"``,
     ``"quick"``: the cached model, trained first if missing, :func:`attnxai.pretrained`).
     ``target``: the class every method explains (default 1, the paper's logit 1; ``"predicted"``:
     the model's predicted class on this text). ``seed``: of every random method whose settings
@@ -328,7 +328,7 @@ def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = 
     wrong type.
     """
     if isinstance(model, str):
-        from .trained import pretrained
+        from .model.trained import pretrained
 
         model = pretrained(model, progress=progress)
     names = validate.names(methods, tuple(METHODS), kind="method", default=PAPER_METHODS)

@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from . import explainers, validate
-from .textmodel import Pretrained
+from .limit_settings import LimitSettings
+from .model.textmodel import Pretrained
 from .words import Words
 
 __all__ = ["ALL_METHODS", "DEFAULT_SEED", "Document", "EXTRA_METHODS", "GAME_METHODS", "LEVELS",
@@ -126,31 +127,6 @@ class LimeSettings:
         if self.seed is not None:
             validate.random_state(self.seed)
         validate.choice(self.backend, "backend", ("auto", "numba", "numpy"))
-
-
-@dataclass(frozen=True)
-class LimitSettings:
-    """LIME's large-sample limit (:func:`attnxai.theory.lime_limit`): ``kernel_width`` and ``bow``
-    (LIME's, shared with it), and the quadrature of the closed form (``law``, ``positions``,
-    ``method``, ``n_nodes``, ``lambda_step``, ``ksub``: each None for
-    :func:`~attnxai.theory.lime_limit`'s own default, which it checks)."""
-
-    kernel_width: float = 25.0
-    bow: bool = True
-    law: str | None = None
-    positions: str | None = None
-    method: str | None = None
-    n_nodes: int | None = None
-    lambda_step: float | None = None
-    ksub: int | None = None
-
-    def __post_init__(self):
-        validate.kernel_width(self.kernel_width, allow_inf=True)
-        validate.bow(self.bow)
-
-    def limit_kwargs(self) -> dict[str, Any]:
-        """The keywords of :func:`~attnxai.theory.lime_limit` that are set."""
-        return _set_fields(self)
 
 
 @dataclass(frozen=True)
@@ -287,7 +263,7 @@ def _lime(doc: Document, s: LimeSettings) -> np.ndarray:
 def _lime_limit(doc: Document, s: LimitSettings) -> np.ndarray:
     from . import fastlime, theory          # (imports SymPy: only when the limit is asked)
 
-    beta = theory.lime_limit(doc.pre, doc.text, target=doc.target, **s.limit_kwargs())
+    beta = theory.lime_limit(doc.pre, doc.text, s, target=doc.target)
     if not s.bow:
         return np.asarray(beta, dtype=np.float64)
     return doc.words.align(fastlime.lime_features(doc.tokens, True)[0], beta)

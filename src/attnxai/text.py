@@ -183,20 +183,20 @@ class Vocab:
         return [self.itos[int(i)] for i in ids if not (skip_pad and int(i) == self.pad_id)]
 
     def save(self, path: str | Path) -> None:
-        from .files import atomic_write
+        from .store.files import atomic_write
 
         atomic_write(Path(path), json.dumps(self.itos[len(SPECIALS):], ensure_ascii=False))
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocab":
-        from .files import read_small_file            # a FIFO or a folder there: refused
+        from .store.files import read_small_file            # a FIFO or a folder there: refused
 
         return cls.from_json(read_small_file(path))
 
     @classmethod
     def from_json(cls, data: bytes | str) -> "Vocab":
         """The vocabulary of a ``vocab.json`` content (a JSON list of words)."""
-        from .files import loads_json
+        from .store.files import loads_json
 
         words = loads_json(data, "vocab.json")
         if not isinstance(words, list):

@@ -7,7 +7,7 @@ name the argument, what was given and what is expected, so that a reader who pas
 gets an error, never a silently wrong explanation.
 
 Token ids are validated by the model that reads them
-(:meth:`attnxai.interface.ClassifierBase.check_ids`), since only it knows its vocabulary, length and
+(:meth:`attnxai.model.interface.ClassifierBase.check_ids`), since only it knows its vocabulary, length and
 special tokens; everything else is here.
 """
 

@@ -2,7 +2,7 @@
 book's model (tests/test_ferret_vendored.py); ferret itself cannot be installed beside the book
 (ferret-xai pins numpy < 2, transformers, shap, captum, opencv, whisperx...).
 
-Source: g8a9/ferret at commit 22935f8 (the commit attnxai.faithfulness cites), MIT licence,
+Source: g8a9/ferret at commit 22935f8 (the commit attnxai.perturbation cites), MIT licence,
 Copyright (c) 2022 Giuseppe Attanasio: see ``LICENSE`` in this folder (ferret's, unchanged).
 
 Copied verbatim (byte for byte, ``git show 22935f8:ferret/...``):

@@ -69,7 +69,7 @@ def scheduler_address(scheduler: str) -> str:
     """The scheduler's address from ``--scheduler``: an address (``tcp://HOST:8786``, ``HOST:8786``)
     or a scheduler file (JSON with an ``address``, written by ``dask scheduler --scheduler-file``),
     read once here. :class:`~attnxai.errors.ClusterError` for what cannot be one, at once."""
-    from ..files import read_json
+    from ..store.files import read_json
 
     text = scheduler.strip()
     m = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", text)

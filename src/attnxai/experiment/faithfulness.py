@@ -1,6 +1,6 @@
 """The faithfulness study: the paper's seven explainers, LIME's closed-form limit, the Shapley and
 Banzhaf values and Integrated Gradients (chapter 9) and a random baseline, scored by every metric
-of :mod:`attnxai.faithfulness` on test reviews (chapter 7).
+of :mod:`attnxai.perturbation` on test reviews (chapter 7).
 
     python -m attnxai faithfulness --profile paper --reviews 1000 --out results/faithfulness --jobs 2
 
@@ -13,9 +13,9 @@ of :data:`~attnxai.registry.ALL_METHODS` for the explained class (``target``: lo
 paper by default, or each review's predicted class with ``target="predicted"``, ferret's default;
 LIME: 5,000 samples, width 25, ``bow=True``, ``random_state = 1000 * test_index``, i.e. repeat 0
 of the LIME study; random scores: ``default_rng(test_index)``), then
-:func:`attnxai.faithfulness.evaluate` every metric, for both perturbations and both selection
+:func:`attnxai.perturbation.evaluate` every metric, for both perturbations and both selection
 rules, with ``p`` = the probability of the explained class; and the pairwise Kendall tau-b of the
-methods (signed and absolute scores). Both tie orders of :data:`attnxai.faithfulness.TIES` are
+methods (signed and absolute scores). Both tie orders of :data:`attnxai.perturbation.TIES` are
 recorded in the same run: the default (``"position"``, the earlier of tied positions first) for
 every number, and ferret's (``"ferret"``, the later first) for the AOPC measures and the curves'
 areas, evaluated again only for the methods whose scores tie (the word-level ones, LIME, its limit
@@ -25,7 +25,7 @@ the others, whose rankings do not depend on the tie order.
 **Output.** A results folder (parquet parts and ``_meta.json``, :mod:`~attnxai.experiment.store`),
 one row per review: see :data:`COLUMNS`, then ``{method}__{perturbation}__{selection}__{metric}``
 for ``comprehensiveness``, ``sufficiency``, ``deletion_auc``, ``insertion_auc``, ``n_rationales``,
-``deletion_curve``, ``insertion_curve`` (lists at :data:`attnxai.faithfulness.CURVE_FRACTIONS`),
+``deletion_curve``, ``insertion_curve`` (lists at :data:`attnxai.perturbation.CURVE_FRACTIONS`),
 the same with ``__ferret`` appended for the first four (ferret's tie order, :func:`metric_column`),
 ``{method}__{perturbation}__tau_loo``, ``scores__{method}`` (float32 lists, one per word) and
 ``agree__{a}__{b}`` / ``agree_abs__{a}__{b}``. :func:`faithfulness_summary`, :func:`curve_summary`
@@ -46,7 +46,7 @@ import numpy as np
 
 from .. import validate
 from ..explanation import Explanation, explain, resolve_settings
-from ..faithfulness import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
+from ..perturbation import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
                             SELECTIONS, TIES, agreement, evaluate)
 from ..registry import ALL_METHODS, METHODS, study_records, study_settings
 from ..threads import single_threaded
@@ -242,7 +242,7 @@ class FaithfulnessStudy(Study):
                  kernel_width: float = 25.0, backend: str = "auto", chunk: int = 10,
                  archive: str | None = None, target: int | str = 1,
                  settings: Mapping[str, Mapping[str, Any]] | None = None):
-        from ..faithfulness import BACKENDS
+        from ..perturbation import BACKENDS
 
         self.reviews = validate.positive_int(reviews, "reviews")
         self.methods = validate.names(methods, ALL_METHODS, kind="method", default=ALL_METHODS,

@@ -26,6 +26,7 @@ rows on the next run (their LIME numbers are kept).
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -39,12 +40,12 @@ from ..fastlime import check_mask_string, check_memory, explain_repeats
 from ..theory.approximations import APPROXIMATIONS, Approximation
 from ..threads import single_threaded
 from . import store
-from .runner import Study, chunked, parallel, study_model, study_test_set
+from .runner import RunReport, Study, chunked, parallel, run, study_model, study_test_set
 from .transport import ModelRef
 
-__all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeSettings", "approximation_columns",
+__all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeStudySettings", "approximation_columns",
            "approximation_names", "full_length_reviews", "lime_row", "lime_seed",
-           "lime_summary", "ordered_reviews", "review_order", "review_text"]
+           "lime_summary", "ordered_reviews", "review_order", "review_text", "run_lime_corpus"]
 
 #: Seed of the permutation that orders the test reviews (the paper's arXiv number, 2402.03485).
 ORDER_SEED = 240203485
@@ -125,7 +126,7 @@ def lime_seed(test_index: int, repeat: int) -> int:
 
 
 @dataclass(frozen=True)
-class LimeSettings:
+class LimeStudySettings:
     """Everything that changes the numbers of the LIME study (checked when resuming)."""
 
     profile: str
@@ -208,7 +209,7 @@ def lime_row(pre: Any, text: str, *, bow: bool, seeds: Sequence[int], num_sample
 # ---------------------------------------------------------------- worker side
 @functools.lru_cache(maxsize=4)
 def _load(model_path: str):
-    from ..checkpoint import load
+    from ..model.checkpoint import load
 
     return load(model_path)
 
@@ -310,7 +311,7 @@ class LimeCorpus(Study):
         self.bows = _parse_bow(bow)
         self.approximations = _approximations(approximations)
         self.pre = study_model(profile, archive)
-        self.lime = LimeSettings(profile=self.pre.config["train"]["profile"],
+        self.lime = LimeStudySettings(profile=self.pre.config["train"]["profile"],
                                  model=self.pre.path.name, repeats=repeats,
                                  num_samples=num_samples, kernel_width=kernel_width,
                                  mask_string=mask_string)
@@ -415,3 +416,23 @@ def lime_summary(df: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
                          "failed": int(g[f"{name}__error"].notna().sum())
                          if f"{name}__error" in g else 0})
     return pd.DataFrame(rows).set_index(["approximation", "bow"]).sort_index()
+
+
+def run_lime_corpus(out: str | os.PathLike, *, profile: str = "paper", reviews: int = 1000,
+                    repeats: int = 5, bow: str | bool | Sequence[bool] = "both",
+                    num_samples: int = 5000, kernel_width: float = 25.0,
+                    mask_string: str = "UNK", jobs: int = 1, scheduler: str | None = None,
+                    chunk: int = 20, archive: str | None = None, progress: bool = True,
+                    approximations: Iterable[str] | Mapping[str, Any] | None = None,
+                    device: str = "cpu", command: Sequence[str] | None = None) -> RunReport:
+    """Run (or resume) the LIME corpus study into ``out`` (see
+    :mod:`~attnxai.experiment.lime_corpus`); ``approximations``: names from
+    :data:`attnxai.theory.APPROXIMATIONS` (default: all) or a mapping name -> function;
+    ``jobs``, ``scheduler``, ``device``: where it runs; ``command``: for the run log
+    (:func:`attnxai.experiment.run`)."""
+    study = LimeCorpus(profile=profile, reviews=reviews, repeats=repeats, bow=bow,
+                       num_samples=num_samples, kernel_width=kernel_width,
+                       mask_string=mask_string, chunk=chunk, archive=archive,
+                       approximations=approximations)
+    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
+               command=command)

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import validate
-from ..checkpoint import weights_sha256
+from ..model.checkpoint import weights_sha256
 from . import store
 from .transport import ModelBundle, ModelRef
 from .workers import InProcess, LocalPool, Workers
@@ -103,7 +103,7 @@ class Study(ABC):
 def study_model(profile: str, archive: str | None = None):
     """The trained model a study explains (never trained here: a study runs on a checkpoint its
     workers can be sent), refusing one without a checkpoint folder."""
-    from ..trained import pretrained
+    from ..model.trained import pretrained
 
     pre = pretrained(profile, archive=archive, train_if_missing=False)
     if pre.path is None:
@@ -188,7 +188,7 @@ def open_workers(jobs: int = 1, scheduler: str | None = None) -> Workers:
 def _device(device: Any, scheduler: str | None) -> str:
     """``device`` checked here for a local run; for a cluster only its form is checked here
     (the workers check that they have it when the model is installed)."""
-    from ..devices import check_device, parse_device
+    from ..model.devices import check_device, parse_device
 
     return str(check_device(device)) if scheduler is None else parse_device(device)
 
@@ -213,7 +213,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     import datetime as dt
 
     from ..progress import bar as progress_bar
-    from ..provenance import loadavg, source_state
+    from ..store.provenance import loadavg, source_state
 
     jobs = validate.integer(jobs, "jobs")
     if jobs == 0 or jobs < -1:

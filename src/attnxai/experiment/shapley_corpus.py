@@ -7,7 +7,7 @@ GxI and alpha-avg, in both removal modes.
 **What is computed.** The first ``reviews`` test reviews of the fixed random order
 (:func:`~attnxai.experiment.lime_corpus.review_order`, the order of the other studies), each in
 :func:`attnxai.normalize_for_lime` form. Per review and mode, one :func:`attnxai.explain` of the
-methods of :data:`METHODS` (LIME: 5,000 samples, width 25, ``random_state = 1000 * test_index``,
+methods of :data:`COMPARED` (LIME: 5,000 samples, width 25, ``random_state = 1000 * test_index``,
 repeat 0 of the LIME study; everything explains logit 1, as the paper). Deletion
 (``bow=True``) compares at the word level (a token score's word score is the sum over the word's
 occurrences, :mod:`attnxai.words`), replacement (``bow=False``) at the token level. For every
@@ -18,7 +18,7 @@ negative) and the overlap of their five largest ``|scores|``. Also the closed fo
 
 **Output.** A results folder (parquet parts, :mod:`~attnxai.experiment.store`), one row per
 (review, mode): :data:`COLUMNS`, then ``{metric}__{a}__{b}`` for every pair (``a`` before ``b`` in
-:data:`METHODS`' order) and ``seconds__{group}``. :func:`agreement_table` gives the book's table
+:data:`COMPARED`' order) and ``seconds__{group}``. :func:`agreement_table` gives the book's table
 (means with percentile bootstrap intervals over reviews, and paired differences).
 """
 
@@ -40,12 +40,12 @@ from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
-__all__ = ["COLUMNS", "FIT_FROM", "METHODS", "METRICS", "MODES", "ShapleyCorpus", "agreement_row",
+__all__ = ["COLUMNS", "FIT_FROM", "COMPARED", "METRICS", "MODES", "ShapleyCorpus", "agreement_row",
            "budget_to_reach",
            "agreement_table", "pair_columns", "run_shapley_corpus"]
 
 #: The compared methods (the study's names) and the registry's method of each mode.
-METHODS = {
+COMPARED = {
     "Shapley": {"delete": "Shapley (delete)", "replace": "Shapley (replace)"},
     "Banzhaf": {"delete": "Banzhaf (delete)", "replace": "Banzhaf (replace)"},
     "LIME": {"delete": "LIME", "replace": "LIME"},
@@ -73,8 +73,8 @@ COLUMNS = {
 
 
 def pair_columns() -> list[str]:
-    """Every ``{metric}__{a}__{b}`` column, pairs in :data:`METHODS`' order."""
-    return [f"{m}__{a}__{b}" for a, b in itertools.combinations(METHODS, 2) for m in METRICS]
+    """Every ``{metric}__{a}__{b}`` column, pairs in :data:`COMPARED`' order."""
+    return [f"{m}__{a}__{b}" for a, b in itertools.combinations(COMPARED, 2) for m in METRICS]
 
 
 def _pair(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
@@ -103,7 +103,7 @@ def agreement_row(pre: Any, text: str, *, test_index: int, mode: str, num_sample
 
     bow = MODES[validate.choice(mode, "mode", tuple(MODES))]
     t0, c0 = time.perf_counter(), time.process_time()
-    names = {k: v[mode] for k, v in METHODS.items()}
+    names = {k: v[mode] for k, v in COMPARED.items()}
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
@@ -124,7 +124,7 @@ def agreement_row(pre: Any, text: str, *, test_index: int, mode: str, num_sample
         "shapley_efficiency_gap": float(S["Shapley"].sum() - (full - empty).mean()),
         "ig_completeness_gap": ig.completeness_gap, "ig_nodes": ig.n_nodes,
         "ig_error": ig.error}
-    for a, b in itertools.combinations(METHODS, 2):
+    for a, b in itertools.combinations(COMPARED, 2):
         for metric, value in _pair(S[a], S[b]).items():
             row[f"{metric}__{a}__{b}"] = value
     for group, secs in ex.seconds.items():
@@ -170,7 +170,7 @@ class ShapleyCorpus(Study):
 
     def settings(self) -> dict[str, Any]:
         return {"profile": self.pre.config["train"]["profile"], "model": self.pre.path.name,
-                "methods": {k: v for k, v in METHODS.items()}, "metrics": list(METRICS),
+                "methods": {k: v for k, v in COMPARED.items()}, "metrics": list(METRICS),
                 "modes": self.modes, "target": 1, "num_samples": self.num_samples,
                 "kernel_width": self.kernel_width,
                 "lime": "fastlime.explain_instance, random_state = 1000 * test_index",
@@ -229,15 +229,15 @@ def agreement_table(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.9
             continue
         for metric in METRICS:
             cols, labels = [], []
-            for a, b in itertools.combinations(METHODS, 2):
+            for a, b in itertools.combinations(COMPARED, 2):
                 cols.append(sub[f"{metric}__{a}__{b}"].to_numpy(float))
                 labels.append(f"{a} ~ {b}")
 
             def with_ref(m):
-                a, b = sorted((reference, m), key=list(METHODS).index)
+                a, b = sorted((reference, m), key=list(COMPARED).index)
                 return sub[f"{metric}__{a}__{b}"].to_numpy(float)
 
-            for m in METHODS:
+            for m in COMPARED:
                 if m not in (reference, "Shapley"):
                     cols.append(with_ref("Shapley") - with_ref(m))
                     labels.append(f"{reference}: Shapley - {m}")

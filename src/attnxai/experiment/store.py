@@ -7,7 +7,7 @@ reads it).
 
 **One writer at a time.** A run holds the folder (:func:`hold`): its writers' lock
 (``<folder>.lock`` beside the real folder, whatever link or spelling names it,
-:func:`attnxai.files.writer_lock`, released by the kernel if the run is killed), under which the settings are compared with ``_meta.json`` and recorded there
+:func:`attnxai.store.files.writer_lock`, released by the kernel if the run is killed), under which the settings are compared with ``_meta.json`` and recorded there
 before the first row, and the ``.tmp-*`` files of killed writers are removed. A second run of the
 same folder is refused at once, whatever its settings, with who holds it (``_writer.json``): one
 with other settings would mix two experiments in one folder; one with the same settings would
@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..files import (TMP_PREFIX, atomic_write, loads_json, probe_writable, read_json,
-                     read_small_file, writer_lock)
+from ..store.files import (TMP_PREFIX, atomic_write, loads_json, probe_writable, read_json,
+                           read_small_file, writer_lock)
 
 __all__ = ["CHECKSUM_KEY", "DamagedResults", "ResultsBusy", "SETTINGS_KEY", "TIMING_COLUMNS",
            "adopt", "check_meta", "content_digest", "done_keys", "hold", "load_results",
@@ -228,7 +228,7 @@ def read_part(part: str | os.PathLike, columns: Sequence[str] | None = None):
     part that cannot be read, has no checksum or does not match it."""
     import pyarrow.parquet as pq
 
-    from ..files import open_regular
+    from ..store.files import open_regular
 
     part = Path(part)
     try:
@@ -408,7 +408,7 @@ class Held:
     def record(self) -> None:
         """Create the folder, record the settings (``_meta.json``) and who writes it
         (``_writer.json``): call before the first row."""
-        from ..provenance import host
+        from ..store.provenance import host
 
         write_meta(self.out, self.settings)
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -494,7 +494,7 @@ def adopt(out: str | os.PathLike) -> list[Path]:
 def log_run(out: Path, record: dict[str, Any]) -> None:
     """Append one finished run to the folder's ``_runs.jsonl`` (with the time, host and attnxai
     version); nothing in it is checked on resume."""
-    from ..provenance import host, package_version
+    from ..store.provenance import host, package_version
 
     line = {"finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": host(), "attnxai": package_version(), **record}
@@ -512,7 +512,7 @@ def check_log(out: Path, mode: int | None = None) -> None:
     the run at its end, a device would take the lines): before anything is computed."""
     import stat
 
-    from ..files import _kind
+    from ..store.files import _kind
 
     if mode is None:
         try:

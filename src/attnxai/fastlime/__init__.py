@@ -29,10 +29,10 @@ from the same weights, whereas lime calls ``Pretrained.predict_logits``, which r
 its own dtype: for a comparison to 1e-8 load the model in float64.
 
 **Two paths.** ``path="fast"`` needs an :class:`attnxai.Pretrained` holding the single-layer
-:class:`~attnxai.model.AttentionClassifier` and a text in :func:`attnxai.normalize_for_lime` form
+:class:`~attnxai.model.single_layer.AttentionClassifier` and a text in :func:`attnxai.normalize_for_lime` form
 (lowercase ``[0-9a-z]+`` tokens joined by single spaces, at most ``max_len - 1`` tokens): there
 lime's words and the model's tokens coincide and the model is evaluated on the 0/1 masks from its
-float64 projections (:mod:`~attnxai.fastlime.evaluate`, :mod:`attnxai.network`). Any other input
+float64 projections (:mod:`~attnxai.fastlime.evaluate`, :mod:`attnxai.model.network`). Any other input
 (another model class, a raw text, a plain ``classifier_fn(list[str]) -> (n, n_classes)``) takes
 ``path="generic"``: lime's own ``IndexedString`` builds the perturbed strings from the same masks
 and the classifier scores them in one call, as lime does. :attr:`LimeResult.path`,
@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from .. import validate
-from ..textmodel import Pretrained
+from ..model.textmodel import Pretrained
 from .kernels import backend_status
 from .problem import (PATHS, Problem, check_mask_string, check_memory, fast_path_reason,
                       is_normalized, lime_features)

@@ -1,5 +1,5 @@
 """The single-layer model on lime's masks, evaluated from its float64 projections
-(:class:`attnxai.network.DocumentTables`) instead of on perturbed strings.
+(:class:`attnxai.model.network.DocumentTables`) instead of on perturbed strings.
 
 [CLS] sits at position 0 and is never masked, so per head the logit of a perturbed document is a
 ratio ``num / den`` of sums over its tokens of ``exp(score)`` and ``exp(score) * value``.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..network import DocumentTables
+from ..model.network import DocumentTables
 from . import kernels
 
 __all__ = ["DeleteEvaluator", "MAX_SCORE_RANGE", "ReplaceEvaluator"]

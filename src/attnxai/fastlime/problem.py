@@ -13,9 +13,9 @@ import numpy as np
 
 from .. import budget, validate
 from ..errors import stacklevel
-from ..textmodel import Pretrained
-from ..model import AttentionClassifier
-from ..network import Projections
+from ..model.textmodel import Pretrained
+from ..model.single_layer import AttentionClassifier
+from ..model.network import Projections
 from ..text import tokenize
 from ..threads import one_blas_thread
 from .evaluate import MAX_SCORE_RANGE, DeleteEvaluator, ReplaceEvaluator

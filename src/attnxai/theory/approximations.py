@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..textmodel import Pretrained
+from ..model.textmodel import Pretrained
 from .lime_attention import lime_limit_heads_by_width, lime_paper, text_inputs
 from .lime_text import DEFAULT_KERNEL_WIDTH
 

@@ -292,7 +292,7 @@ def deletion_game(model, ids, value: str = "shapley", *, kernel_width: float = 2
                   control: bool = True, max_evals: int = MAX_EVALS,
                   ksub: int | None = None) -> GameResult:
     """Deletion (``bow=True``) values of lime's features with the route that computed them:
-    ``deletion_game(pre, text, "shapley")`` (a :class:`~attnxai.textmodel.Pretrained` and a
+    ``deletion_game(pre, text, "shapley")`` (a :class:`~attnxai.model.textmodel.Pretrained` and a
     text in :func:`attnxai.normalize_for_lime` form, values in lime's word order) or
     ``deletion_game(model, ids, ...)``. ``value``: ``"lime"`` (LIME's limit, lime's law and
     kernel ``kernel_width``), ``"shapley"``, ``"banzhaf"``, ``"effects"`` (``values[0]`` the mean

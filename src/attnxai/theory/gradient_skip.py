@@ -1,6 +1,6 @@
 """The gradient theorem with the skip term (chapter 9), for torch and SymPy models.
 
-The single-layer model with the skip connection (:class:`~attnxai.model.AttentionClassifier` with
+The single-layer model with the skip connection (:class:`~attnxai.model.single_layer.AttentionClassifier` with
 ``skip=True``) reads out the residual stream at ``[CLS]``, ``e_1 + sum_i W_o^(i) v~^(i)``, with a
 linear map ``R``; writing ``W_s = R`` and ``W_l^(i) = K R W_o^(i)``::
 
@@ -18,7 +18,7 @@ attention weight carries it, so every word-level explanation of the paper reads 
 formulas with or without the connection; only the weights training arrives at differ.
 
 :func:`symbolic_skip_model` builds ``f^skip`` in SymPy on top of
-:func:`attnxai.symbolic.symbolic_model`, :func:`symbolic_skip_difference` is what SymPy's derivative
+:func:`attnxai.model.symbolic.symbolic_model`, :func:`symbolic_skip_difference` is what SymPy's derivative
 minus the closed form simplifies to (zero), and :func:`gradient_closed_form` is the closed form for
 a torch model (``tests/test_theory_skip.py``: against autograd to 1e-12 in float64).
 """
@@ -32,8 +32,8 @@ import torch
 from torch import Tensor
 
 from .. import validate
-from ..model import AttentionClassifier
-from ..symbolic import SymbolicModel, symbolic_model
+from ..model.single_layer import AttentionClassifier
+from ..model.symbolic import SymbolicModel, symbolic_model
 from . import gradient_theorem
 
 __all__ = ["SkipModel", "TERMS", "gradient_closed_form", "gradient_terms", "symbolic_skip_autodiff",

@@ -38,9 +38,9 @@ from torch import Tensor
 
 from .. import validate
 from ..explainers import gradient as autodiff_gradient
-from ..interface import iter_batches
-from ..model import AttentionClassifier, Internals
-from ..symbolic import SymbolicModel
+from ..model.interface import iter_batches
+from ..model.single_layer import AttentionClassifier, Internals
+from ..model.symbolic import SymbolicModel
 
 TERMS = ("value", "key", "query")
 
@@ -49,7 +49,7 @@ def _single_layer(model) -> AttentionClassifier:
     """The theorem's model: the single-layer classifier, else a TypeError saying what to pass."""
     if isinstance(model, AttentionClassifier):
         return model
-    from ..textmodel import Pretrained
+    from ..model.textmodel import Pretrained
 
     if isinstance(model, Pretrained):
         hint = ("pass pre.model (the classifier) and pre.encode(text) (its ids)"

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import validate
-from ..model import AttentionClassifier
-from ..textmodel import Pretrained
+from ..model.single_layer import AttentionClassifier
+from ..model.textmodel import Pretrained
 from .lime_inputs import Tables, feature_owner, resolve, tables
 from .shapley_values import gauss_nodes
 

@@ -7,7 +7,7 @@ For one document (``[CLS]`` first), in lime's feature order:
 
 :func:`lime_limit`
     LIME's large-sample limit (``num_samples -> infinity``), for any kernel width, computed from
-    the model's float64 tables (:mod:`attnxai.network`), never by running the model on perturbed
+    the model's float64 tables (:mod:`attnxai.model.network`), never by running the model on perturbed
     documents. Two laws of the perturbations:
 
     * ``law="lime"``, lime's own law (the number of removed features uniform, then which ones):
@@ -56,10 +56,11 @@ import warnings
 import numpy as np
 
 from .. import validate
-from ..textmodel import Pretrained
-from ..model import AttentionClassifier
-from .deletion_routes import (DEFAULT_BUDGET, DEFAULT_TOL, binomial_error_text, deletion_values,
-                              exact_cost, sampled_cost_text)
+from ..limit_settings import LimitSettings
+from ..model.textmodel import Pretrained
+from ..model.single_layer import AttentionClassifier
+from .deletion_routes import (DEFAULT_BUDGET, binomial_error_text, deletion_values, exact_cost,
+                              sampled_cost_text)
 from .lime_chain import chain_gammas, solve_sigma
 from .lime_formula import lime_paper
 from .lime_independent import EXPECTATION_METHODS, POSITIONS, Effects, profile_effects
@@ -67,7 +68,6 @@ from .lime_inputs import Tables, document_features, feature_owner, resolve, tabl
 from .lime_kernels import fold_profile
 from .lime_quadrature import LAWS, profile_weights
 from .lime_symbolic import symbolic_chain, symbolic_meanfield_wide
-from .lime_text import DEFAULT_KERNEL_WIDTH
 
 __all__ = ["EXPECTATION_METHODS", "Effects", "LAWS", "LimitApproximationWarning", "MEASURED_ERRORS",
            "POSITIONS", "Tables", "conditional_effects",
@@ -120,36 +120,31 @@ def _warn_approximation(removal: str, law: str, positions: str, given: bool) -> 
                   LimitApproximationWarning, stacklevel=stacklevel())
 
 
-def _settings(model, ids, bow, kernel_width, target, features, law, positions, method, n_nodes,
-              lambda_step, ksub, budget=DEFAULT_BUDGET):
-    model, arr, feats = resolve(model, ids, bow, features)
-    bow = validate.bow(bow)
-    nu = validate.kernel_width(kernel_width, allow_inf=True)
-    validate.choice(method, "method", EXPECTATION_METHODS)
-    positions = _positions(feats, arr.size, bow, law, positions, method, budget)
+def _settings(model, ids, s: LimitSettings, target, features):
+    """The document's tables and the settings resolved for it: (tables, features, removal,
+    width, law, positions). ``s`` was checked when built; the names are checked here, against
+    the closed forms' own tables."""
+    model, arr, feats = resolve(model, ids, s.bow, features)
+    validate.choice(s.method, "method", EXPECTATION_METHODS)
+    budget = DEFAULT_BUDGET if s.budget is None else s.budget
+    positions = _positions(feats, arr.size, s.bow, s.law, s.positions, s.method, budget)
+    law = s.law
     if law is None:
-        law = "lime" if bow and positions in ("exact", "sampled", "tokens") and method == "integral" \
-            else "discrete"
+        law = "lime" if s.bow and positions in ("exact", "sampled", "tokens") \
+            and s.method == "integral" else "discrete"
     validate.choice(law, "law", LAWS)
-    if law == "lime" and method != "integral":
+    if law == "lime" and s.method != "integral":
         raise ValueError("law='lime' (the exact chain) has no mean-field version: use "
                          "law='discrete' with method='meanfield'")
     if law == "lime" and positions not in ("exact", "sampled", "tokens"):
         raise ValueError("law='lime' follows the positions exactly (the chain): use "
                          "law='discrete' with positions='binomial' or 'mean'")
-    if not (isinstance(lambda_step, (int, float)) and not isinstance(lambda_step, bool)
-            and lambda_step > 0 and np.isfinite(lambda_step)):
-        raise ValueError(f"lambda_step must be a positive number, got {lambda_step!r}")
-    n_nodes = validate.integer(n_nodes, "n_nodes")
-    if n_nodes < 3:
-        raise ValueError(f"n_nodes must be >= 3, got {n_nodes!r}")
-    ksub = validate.positive_int(ksub, "ksub")
-    removal = "delete" if bow else "replace"
+    removal = "delete" if s.bow else "replace"
     if removal == "delete" and model.padding == "unk":
         raise NotImplementedError("deletion with padding='unk' (the authors' UNK padding) moves "
                                   "the padding too; use bow=False or a masked model")
     tb = tables(model, arr, target)
-    return tb, feats, removal, nu, law, positions, n_nodes, ksub
+    return tb, feats, removal, float(s.kernel_width), law, positions
 
 
 def _positions(feats, T, bow, law, positions, method, budget) -> str:
@@ -182,39 +177,34 @@ def _word_sums(beta_tokens: np.ndarray, feats: list[np.ndarray]) -> np.ndarray:
     return np.stack([np.bincount(owner, row, len(feats)) for row in beta_tokens])
 
 
-def lime_limit_heads_by_width(model: AttentionClassifier | Pretrained, ids, kernel_widths, *,
-                      bow: bool = True, target: int = 1, features=None, law: str | None = None,
-                      positions: str | None = None, method: str = "integral", n_nodes: int = 25,
-                      lambda_step: float = 0.7, ksub: int = 1, tol: float = DEFAULT_TOL,
-                      budget: float = DEFAULT_BUDGET, seed: int = 0) -> dict[float, np.ndarray]:
-    """:func:`lime_limit_heads` for several kernel widths at once: ``{width: (K, d)}``. The
-    profile laws' effects are computed once (their nodes in ``p`` do not depend on the width: only
-    the weights folding them do); lime's law (the chain) runs once per width."""
-    out = _heads_by_width(model, ids, kernel_widths, bow=bow, target=target, features=features,
-                          law=law, positions=positions, method=method, n_nodes=n_nodes,
-                          lambda_step=lambda_step, ksub=ksub,
-                          route_kw={"tol": tol, "budget": budget, "seed": seed})
+def lime_limit_heads_by_width(model: AttentionClassifier | Pretrained, ids, kernel_widths,
+                              settings: LimitSettings | None = None, /, *, target: int = 1,
+                              features=None, **given) -> dict[float, np.ndarray]:
+    """:func:`lime_limit_heads` for several kernel widths at once: ``{width: (K, d)}``
+    (``settings``' own ``kernel_width`` is not used). The profile laws' effects are computed once
+    (their nodes in ``p`` do not depend on the width: only the weights folding them do); lime's
+    law (the chain) runs once per width."""
+    out = _heads_by_width(model, ids, kernel_widths, LimitSettings.of(settings, **given), target,
+                          features)
     out.pop("_chosen")
     return out
 
 
-def _heads_by_width(model, ids, kernel_widths, *, bow, target, features, law, positions, method,
-                    n_nodes, lambda_step, ksub, route_kw=None) -> dict:
+def _heads_by_width(model, ids, kernel_widths, s: LimitSettings, target, features) -> dict:
     """:func:`lime_limit_heads_by_width`'s answer, plus ``"_chosen"``: (removal, law,
     positions) as resolved from the defaults."""
     widths = [validate.kernel_width(w, allow_inf=True) for w in kernel_widths]
     if not widths:
         raise ValueError("give at least one kernel width")
-    tb, feats, removal, _, law, positions, n_nodes, ksub = _settings(
-        model, ids, bow, widths[0], target, features, law, positions, method, n_nodes,
-        lambda_step, ksub, (route_kw or {}).get("budget", DEFAULT_BUDGET))
+    tb, feats, removal, _, law, positions = _settings(model, ids, s, target, features)
+    ksub, method = s.ksub, s.method
     out: dict = {"_chosen": (removal, law, positions)}
     repeats = removal == "delete" and not all(np.asarray(f).size == 1 for f in feats)
     if repeats and positions in ("exact", "sampled"):
         for nu in widths:
             out[nu] = deletion_values(tb, feats, "lime", kernel_width=nu, route=positions,
                                       ksub=max(ksub, 2) if positions == "exact" else ksub,
-                                      **(route_kw or {})).heads
+                                      **s.route_kwargs()).heads
         return out
     positions = "exact" if positions == "tokens" else positions     # the old token chain
     if law == "lime":
@@ -224,13 +214,14 @@ def _heads_by_width(model, ids, kernel_widths, *, bow, target, features, law, po
         return out
     tokens = removal == "delete" and positions == "exact" and method == "integral"
     n = tb.T - 1 if tokens else len(feats)
-    pws = {nu: profile_weights(n, nu, law, n_nodes) for nu in widths}
+    pws = {nu: profile_weights(n, nu, law, s.n_nodes) for nu in widths}
     effects = {}
     for nu, pw in pws.items():
         key = pw.nodes.tobytes()
         if key not in effects:
             effects[key] = profile_effects(tb, feats, removal, pw.nodes, positions=positions,
-                                           method=method, lambda_step=lambda_step, ksub=ksub)
+                                           method=method, lambda_step=s.lambda_step,
+                                           ksub=ksub)
         delta, phi = effects[key]
         beta = np.empty((tb.n_heads, delta.shape[2]))
         fold_profile(delta, phi, pw.U, pw.V, beta)
@@ -238,31 +229,22 @@ def _heads_by_width(model, ids, kernel_widths, *, bow, target, features, law, po
     return out
 
 
-def lime_limit_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
-                     kernel_width: float = DEFAULT_KERNEL_WIDTH, target: int = 1, features=None,
-                     law: str | None = None, positions: str | None = None,
-                     method: str = "integral", n_nodes: int = 25, lambda_step: float = 0.7,
-                     ksub: int = 1, tol: float = DEFAULT_TOL, budget: float = DEFAULT_BUDGET,
-                     seed: int = 0) -> np.ndarray:
+def lime_limit_heads(model: AttentionClassifier | Pretrained, ids,
+                     settings: LimitSettings | None = None, /, *, target: int = 1, features=None,
+                     **given) -> np.ndarray:
     """:func:`lime_limit` of each head's own output ``W_l^(i) v~^(i)``: (K, d). Their mean over
     heads is :func:`lime_limit` of ``f`` (LIME's limit is linear in the explained function)."""
-    nu = validate.kernel_width(kernel_width, allow_inf=True)
-    out = _heads_by_width(model, ids, [nu], bow=bow, target=target, features=features, law=law,
-                          positions=positions, method=method, n_nodes=n_nodes,
-                          lambda_step=lambda_step, ksub=ksub,
-                          route_kw={"tol": tol, "budget": budget, "seed": seed})
+    s = LimitSettings.of(settings, **given)
+    nu = float(s.kernel_width)
+    out = _heads_by_width(model, ids, [nu], s, target, features)
     removal, chosen_law, chosen_positions = out.pop("_chosen")
-    _warn_approximation(removal, chosen_law, chosen_positions,
-                        law is not None or positions is not None or method != "integral")
+    _warn_approximation(removal, chosen_law, chosen_positions, s.chosen())
     return out[nu]
 
 
-def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
-               kernel_width: float = DEFAULT_KERNEL_WIDTH, target: int = 1, features=None,
-               law: str | None = None, positions: str | None = None, method: str = "integral",
-               n_nodes: int = 25, lambda_step: float = 0.7, ksub: int = 1,
-               tol: float = DEFAULT_TOL, budget: float = DEFAULT_BUDGET,
-               seed: int = 0) -> np.ndarray:
+def lime_limit(model: AttentionClassifier | Pretrained, ids,
+               settings: LimitSettings | None = None, /, *, target: int = 1, features=None,
+               **given) -> np.ndarray:
     """LIME's large-sample coefficients for the attention classifier (module docstring).
 
     Inputs as :func:`attnxai.fastlime.explain_instance`: ``lime_limit(pre, text)`` (a text in
@@ -271,6 +253,9 @@ def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True
     one per distinct id (out-of-vocabulary words share the UNK id: pass the text, or ``features``, a
     partition of positions 1..T-1).
 
+    The settings: ``settings``, a :class:`~attnxai.limit_settings.LimitSettings` (default: its
+    defaults), with any of its fields given as keywords replacing its own
+    (``lime_limit(pre, text, bow=False)``); unknown keywords are a TypeError.
     ``bow=True`` deletes words as lime does, ``bow=False`` replaces them by UNK in place.
     ``law``: ``"lime"`` (lime's own law, the exact chain), ``"discrete"`` (independent removal at
     each kept fraction of lime's law for this d), ``"continuous"`` (d -> infinity);
@@ -293,31 +278,29 @@ def lime_limit(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True
     with a :class:`LimitApproximationWarning` when the defaults answer with an approximation
     (module docstring).
     """
-    return lime_limit_heads(model, ids, bow=bow, kernel_width=kernel_width, target=target,
-                            features=features, law=law, positions=positions, method=method,
-                            n_nodes=n_nodes, lambda_step=lambda_step, ksub=ksub, tol=tol,
-                            budget=budget, seed=seed).mean(axis=0)
+    return lime_limit_heads(model, ids, settings, target=target, features=features,
+                            **given).mean(axis=0)
 
 
-def conditional_effects(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
-                        kernel_width: float = DEFAULT_KERNEL_WIDTH, target: int = 1,
-                        features=None, law: str = "discrete", positions: str | None = None,
-                        method: str = "integral", n_nodes: int = 25, lambda_step: float = 0.7,
-                        ksub: int = 1) -> Effects:
+def conditional_effects(model: AttentionClassifier | Pretrained, ids,
+                        settings: LimitSettings | None = None, /, *, target: int = 1,
+                        features=None, **given) -> Effects:
     """The effects ``delta_j(p)`` and the mean output ``Phi(p)`` of the profile form (independent
     removal, :mod:`~attnxai.theory.lime_independent`) at the values of ``p`` of lime's law
     (interpolated from the nodes), per head and averaged over heads. Deletion with exact
     positions gives one column per token."""
-    if law == "lime":
+    s = LimitSettings.of(settings, **given)
+    if s.law == "lime":
         raise ValueError("lime's law has no conditional effects at fixed p: use law='discrete'")
-    tb, feats, removal, nu, law, positions, n_nodes, ksub = _settings(
-        model, ids, bow, kernel_width, target, features, law, positions, method, n_nodes,
-        lambda_step, ksub)
+    if s.law is None:                   # independent removal: the profile form's own law
+        s = LimitSettings.of(s, law="discrete")
+    tb, feats, removal, nu, law, positions = _settings(model, ids, s, target, features)
+    method = s.method
     positions = "exact" if positions == "tokens" else positions
     tokens = removal == "delete" and positions == "exact" and method == "integral"
-    pw = profile_weights(tb.T - 1 if tokens else len(feats), nu, law, n_nodes)
+    pw = profile_weights(tb.T - 1 if tokens else len(feats), nu, law, s.n_nodes)
     delta, phi = profile_effects(tb, feats, removal, pw.nodes, positions=positions, method=method,
-                                 lambda_step=lambda_step, ksub=ksub)
+                                 lambda_step=s.lambda_step, ksub=s.ksub)
     delta = np.einsum("qi,kij->kqj", pw.B, delta)
     phi = np.einsum("qi,ki->kq", pw.B, phi)
     cols = [np.array([t]) for t in range(1, tb.T)] if tokens else feats

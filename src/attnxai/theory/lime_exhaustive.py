@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from .. import validate
-from ..model import AttentionClassifier
-from ..textmodel import Pretrained
+from ..model.single_layer import AttentionClassifier
+from ..model.textmodel import Pretrained
 from .lime_attention import document_features, lime_limit
 from .lime_inputs import resolve
 from .lime_text import DEFAULT_KERNEL_WIDTH, beta_exact

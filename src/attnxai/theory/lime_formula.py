@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..textmodel import Pretrained
-from ..model import AttentionClassifier
+from ..model.textmodel import Pretrained
+from ..model.single_layer import AttentionClassifier
 from .lime_inputs import resolve, tables
 
 __all__ = ["lime_paper"]

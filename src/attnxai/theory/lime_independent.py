@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..native import jit
 from ..threads import one_blas_thread
 from .lime_binomial import binomial_effects
 from .lime_chain import chain_profile, replace_terms
 from .lime_inputs import Tables, token_layout
-from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums
+from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums, binomial_means
 from .lime_quadrature import lambda_rule_profile
 from .lime_text import RemovalLaw
 
@@ -65,32 +64,6 @@ class Effects:
 def _feature_sums(values: np.ndarray, owner: np.ndarray, d: int) -> np.ndarray:
     """Sum ``values`` (per token) by feature, in token order."""
     return np.bincount(owner, values, d)
-
-
-@jit()
-def _binomial_means(eb, ebr, base, n_other, p, EB, EBR):
-    """``EB[k, t] = E[eb[k, base[t] + B]]`` and ``EBR[k, t]`` likewise for every head ``k``,
-    ``B ~ Binomial(n_other[t], p)`` (rows of Pascal's triangle in probability, built once up to
-    the largest ``n_other``)."""
-    nmax = 0
-    for t in range(n_other.shape[0]):
-        nmax = max(nmax, n_other[t])
-    rows = np.zeros((nmax + 1, nmax + 1))
-    rows[0, 0] = 1.0
-    for m in range(1, nmax + 1):
-        rows[m, 0] = (1.0 - p) * rows[m - 1, 0]
-        for k in range(1, m + 1):
-            rows[m, k] = (1.0 - p) * rows[m - 1, k] + p * rows[m - 1, k - 1]
-    for h in range(eb.shape[0]):
-        for t in range(n_other.shape[0]):
-            m = n_other[t]
-            s = 0.0
-            sr = 0.0
-            for k in range(m + 1):
-                s += rows[m, k] * eb[h, base[t] + k]
-                sr += rows[m, k] * ebr[h, base[t] + k]
-            EB[h, t] = s
-            EBR[h, t] = sr
 
 
 def _others(x: np.ndarray) -> np.ndarray:
@@ -124,7 +97,7 @@ def _delete_node_terms(tb: Tables, p: float, layout, positions: str):
     else:
         eb = np.ascontiguousarray(np.exp(tb.b - bmax))
         EB, EBR = np.empty((tb.n_heads, o.size)), np.empty((tb.n_heads, o.size))
-        _binomial_means(eb, eb * tb.r, 1 + o, n_other, float(p), EB, EBR)
+        binomial_means(eb, eb * tb.r, 1 + o, n_other, float(p), EB, EBR)
     g = ea * EB
     h = ea * (tb.c_tok[:, 1:] * EB + EBR)
     g0 = np.exp(tb.a_tok[:, 0] + tb.b[:, 0] - amax[:, 0] - bmax[:, 0])

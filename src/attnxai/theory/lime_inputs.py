@@ -1,8 +1,8 @@
 """What the LIME closed forms read: one document's ids, lime's features and the model's float64
-tables (:class:`attnxai.network.DocumentTables`, seen heads first).
+tables (:class:`attnxai.model.network.DocumentTables`, seen heads first).
 
 Every closed form of :mod:`attnxai.theory.lime_attention` takes its inputs as
-:func:`attnxai.fastlime.explain_instance` does (a :class:`~attnxai.textmodel.Pretrained` and a text
+:func:`attnxai.fastlime.explain_instance` does (a :class:`~attnxai.model.textmodel.Pretrained` and a text
 in :func:`attnxai.normalize_for_lime` form, or the model and the document's ids) and goes through
 :func:`resolve` and :func:`tables`, so that the checks (types, [CLS], padding, finite weights) are
 made once, here.
@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from .. import validate
-from ..textmodel import Pretrained
+from ..model.textmodel import Pretrained
 from ..fastlime import is_normalized, lime_features
-from ..model import AttentionClassifier
-from ..network import Projections
+from ..model.single_layer import AttentionClassifier
+from ..model.network import Projections
 
 __all__ = ["Tables", "as_ids", "check_finite_weights", "document_features", "feature_owner",
            "incidence", "resolve", "tables", "text_inputs", "token_layout"]
@@ -68,7 +68,7 @@ def check_finite_weights(model: AttentionClassifier, ids=None) -> None:
 
 @dataclass(frozen=True, eq=False)
 class Tables:
-    """The closed forms' (heads first) view of :class:`attnxai.network.DocumentTables` for one
+    """The closed forms' (heads first) view of :class:`attnxai.model.network.DocumentTables` for one
     document (float64, K heads, T tokens with [CLS] first, L positions).
 
     A token with id ``x`` at position ``pos`` has attention score ``a[x] + b(pos)`` and value
@@ -157,7 +157,7 @@ def text_inputs(pre: Pretrained, text: str, bow: bool = True) -> tuple[np.ndarra
 def resolve(model, ids, bow: bool, features) -> tuple[AttentionClassifier, np.ndarray,
                                                      list[np.ndarray]]:
     """``(model, ids, features)`` from what :func:`attnxai.fastlime.explain_instance` takes: a
-    :class:`~attnxai.textmodel.Pretrained` and a text (features = lime's words, so coefficients
+    :class:`~attnxai.model.textmodel.Pretrained` and a text (features = lime's words, so coefficients
     align with ``fastlime.explain_instance(pre, text).words``), or the model and the document's ids
     (features = the distinct ids, or ``features``)."""
     if isinstance(ids, str):

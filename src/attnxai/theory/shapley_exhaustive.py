@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..model import AttentionClassifier
+from ..model.single_layer import AttentionClassifier
 from .lime_exhaustive import perturbed_outputs
 from .lime_inputs import resolve
 

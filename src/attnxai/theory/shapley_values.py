@@ -69,8 +69,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import validate
-from ..model import AttentionClassifier
-from ..textmodel import Pretrained
+from ..model.single_layer import AttentionClassifier
+from ..model.textmodel import Pretrained
 from ..threads import one_blas_thread
 from .deletion_routes import (BINOMIAL_ERRORS, DEFAULT_BUDGET, DEFAULT_TOL, binomial_error_text,
                               deletion_values, exact_cost, sampled_cost_text, size_weights)

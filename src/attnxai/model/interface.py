@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .validate import integer, positive_int
+from ..validate import integer, positive_int
 
 __all__ = ["ClassifierBase", "PADDING_MODES", "iter_batches", "predict", "sinusoid"]
 

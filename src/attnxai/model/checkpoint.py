@@ -13,7 +13,7 @@ A checkpoint is a folder::
                         informative, not verified)
 
 Where trained models are kept (one folder per profile and data, trained if missing) is
-:mod:`attnxai.cache`; this module reads and writes any folder.
+:mod:`attnxai.model.cache`; this module reads and writes any folder.
 
 **Verification.** :func:`load` reads every file once, checks it against the manifest and then
 checks the pieces against each other (the vocabulary's size against the embedding's rows and the
@@ -33,13 +33,13 @@ trusts.)
 
 **Reading** never waits on or reads without end what is not a checkpoint's file: a folder, a
 FIFO or a device (``/dev/zero``) in a file's place is refused as damaged
-(:func:`attnxai.files.open_regular`), and no file is read beyond the size its manifest records.
+(:func:`attnxai.store.files.open_regular`), and no file is read beyond the size its manifest records.
 
-**Concurrency.** Writers of one checkpoint folder take its lock (:func:`attnxai.files.writer_lock`,
-``<folder>.lock`` beside it; :mod:`attnxai.cache` holds it around training *and* saving, so two
+**Concurrency.** Writers of one checkpoint folder take its lock (:func:`attnxai.store.files.writer_lock`,
+``<folder>.lock`` beside it; :mod:`attnxai.model.cache` holds it around training *and* saving, so two
 processes asking for the same missing model train it once). :func:`save` writes a
 ``.tmp-<name>-*`` folder beside the target and swaps it in with one atomic exchange
-(:func:`attnxai.files.replace_folder`): a reader always finds the folder, old or new, never a
+(:func:`attnxai.store.files.replace_folder`): a reader always finds the folder, old or new, never a
 missing or half-written one (saving through a symlink replaces the folder it points to). Readers
 read every file through one open handle on the folder, so a swap during a read cannot mix two
 versions. Stale ``.tmp-*`` folders (a writer killed mid-save) are removed by the next save.
@@ -61,17 +61,17 @@ from filelock import Timeout
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from . import files as _files
+from ..store import files as _files
 from .cache import FORMAT_VERSION, rebuild_hint
-from .data import check_writable
-from .errors import UserError
-from .files import sha256 as _sha256
-from .files import (SMALL_FILE_BYTES, TMP_PREFIX, atomic_write, open_regular, replace_folder,
-                    writer_lock)
+from ..data import check_writable
+from ..errors import UserError
+from ..store.files import sha256 as _sha256
+from ..store.files import (SMALL_FILE_BYTES, TMP_PREFIX, atomic_write, open_regular, replace_folder,
+                           writer_lock)
 from .interface import ClassifierBase
-from .model import AttentionClassifier
+from .single_layer import AttentionClassifier
 from .multilayer import MultiLayerClassifier
-from .text import Vocab
+from ..text import Vocab
 from .textmodel import Pretrained
 
 __all__ = ["CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
@@ -130,7 +130,7 @@ def _damaged(path: Path, problems: list[str], profile: str | None) -> Checkpoint
     what = "; ".join(problems)
     err = CheckpointError(f"checkpoint {path} is damaged: {what}. It cannot be trusted. "
                           f"{rebuild_hint(path, profile)}")
-    err.problems = problems                 # what is wrong, without the advice (attnxai.hub)
+    err.problems = problems                 # what is wrong, without the advice (attnxai.model.hub)
     return err
 
 
@@ -211,7 +211,7 @@ def save(pre: Pretrained, path: str | os.PathLike) -> Path:
 
     Under the folder's lock: stale temporary folders are removed, the files are written to a
     ``.tmp-<name>-*`` folder beside ``path``, then swapped in
-    (:func:`attnxai.files.replace_folder`: an existing folder is replaced in one atomic exchange
+    (:func:`attnxai.store.files.replace_folder`: an existing folder is replaced in one atomic exchange
     and then deleted). A reader sees the old folder or the new one, never none. An existing folder
     is replaced only if it holds nothing but a checkpoint's files (else :class:`CheckpointError`,
     checked before and again under the lock).
@@ -265,7 +265,7 @@ def _limits(manifest: bytes | None) -> dict[str, int]:
     file that grew), else the size of any file of its kind (JSON files: 64 MiB; the weights:
     the memory budget). Weights the manifest records as larger than the memory budget are
     refused as such (:class:`attnxai.errors.OverBudget`), not read short and called truncated."""
-    from .budget import budget, check
+    from ..budget import budget, check
 
     limits = {n: SMALL_FILE_BYTES for n in (*_FILES, MANIFEST)}
     limits["model.safetensors"] = budget()[0]
@@ -286,7 +286,7 @@ def _limits(manifest: bytes | None) -> dict[str, int]:
 def _read_one(name: str, dfd: int | None, folder: Path, limit: int) -> bytes | None:
     """The bytes of one file of the folder (at most ``limit + 1``), None if it is missing; a
     folder, FIFO or device in its place is refused as damage."""
-    from .errors import NotARegularFile
+    from ..errors import NotARegularFile
 
     try:
         fd = open_regular(name if dfd is not None else folder / name, dir_fd=dfd)
@@ -355,7 +355,7 @@ def _check(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict, dict
     if len(missing) == len(_FILES) and MANIFEST not in files:
         raise FileNotFoundError(f"{path} is not an attnxai checkpoint folder: it holds none of "
                                 f"{', '.join((*_FILES, MANIFEST))}. Give the folder a checkpoint "
-                                "was saved in (attnxai.checkpoint.save, `python -m attnxai train`)")
+                                "was saved in (attnxai.model.checkpoint.save, `python -m attnxai train`)")
     if missing:
         raise FileNotFoundError(f"{path} is not a complete attnxai checkpoint: missing {missing}. "
                                 f"{rebuild_hint(path, profile)}")
@@ -543,12 +543,12 @@ def adopt(path: str | os.PathLike) -> Path:
 
 
 def weights_sha256(source: str | os.PathLike | dict[str, bytes]) -> str:
-    """The digest of a checkpoint's weights as saved (:func:`attnxai.provenance.weights_sha256`
+    """The digest of a checkpoint's weights as saved (:func:`attnxai.store.provenance.weights_sha256`
     of its ``model.safetensors``): a checkpoint folder (verified as :func:`load` verifies it) or
     the files :func:`checkpoint_files` returns. The same digest as the ``weights_sha256`` a
     training records in ``metrics.json``'s ``fingerprint``, whatever dtype the model is loaded
     in: equal digests mean bit-identical weights."""
-    from .provenance import weights_sha256 as digest
+    from ..store.provenance import weights_sha256 as digest
 
     files = source if isinstance(source, dict) else checkpoint_files(source)
     return digest(load_safetensors(files["model.safetensors"]))

@@ -1,7 +1,7 @@
 """Print forms of the chapters' rich outputs: the ``text/latex`` that the PDF (and any LaTeX
 reader of a notebook) gets beside what the site shows.
 
-:func:`register` (called by :func:`attnxai.plots.setup`, which every chapter runs) installs them
+:func:`register` (called by :func:`attnxai.chapters.plots.setup`, which every chapter runs) installs them
 as IPython display formatters, so no chapter needs code of its own:
 
 * **Tables.** A pandas ``Styler`` or ``DataFrame`` gets a LaTeX tabular of the very table its
@@ -100,7 +100,7 @@ class _TableCells(HTMLParser):
 
 #: The first line of every table's LaTeX form: the book's extension recognises it (myst-nb hands
 #: a ``text/latex`` output over as maths) and sets the table as LaTeX, not as an equation.
-TABLE_MARK = "% attnxai.printforms table"
+TABLE_MARK = "% attnxai.printforms table"     # as it was before the module moved: executed chapters carry it
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
                 "%": r"\%", "#": r"\#", "_": r"\_", "~": r"\textasciitilde{}",

@@ -70,7 +70,7 @@ def open_regular(path: str | os.PathLike, *, dir_fd: int | None = None) -> int:
     symlink) raises :class:`attnxai.errors.NotARegularFile` without reading or waiting: the file
     is opened non-blocking (opening a FIFO otherwise waits for a writer) and checked with
     ``fstat`` on the descriptor itself, so a swap after the check cannot slip through."""
-    from .errors import NotARegularFile
+    from ..errors import NotARegularFile
 
     mode = os.stat(path, dir_fd=dir_fd).st_mode
     if not stat.S_ISREG(mode):
@@ -96,7 +96,7 @@ def output_target(path: str | os.PathLike) -> Path:
     :class:`attnxai.errors.NotARegularFile` when something other than a regular file is there (a
     device such as ``/dev/null``, a FIFO, a socket, also behind a link): an atomic write would
     replace it by a regular file (root may), so it is refused, nothing written."""
-    from .errors import NotARegularFile
+    from ..errors import NotARegularFile
 
     real = Path(os.path.realpath(Path(path).expanduser()))
     try:
@@ -135,7 +135,7 @@ def read_small_file(path: str | os.PathLike, limit: int = SMALL_FILE_BYTES, *,
                     dir_fd: int | None = None) -> bytes:
     """The bytes of the regular file ``path`` (:func:`open_regular`), refused with
     :class:`attnxai.errors.NotARegularFile` when it holds more than ``limit`` bytes."""
-    from .errors import NotARegularFile
+    from ..errors import NotARegularFile
 
     with os.fdopen(open_regular(path, dir_fd=dir_fd), "rb") as fh:
         data = fh.read(limit + 1)

@@ -1,12 +1,12 @@
-"""A profile's trained model: :func:`pretrained` finds it in the cache (:mod:`attnxai.cache`),
-loads and verifies it (:mod:`attnxai.checkpoint`); when it is missing, downloads the book's
-published model of the same cache key (:mod:`attnxai.hub`: verified, unless offline or no
-published location is configured), and only then trains and saves it (:mod:`attnxai.train`),
+"""A profile's trained model: :func:`pretrained` finds it in the cache (:mod:`attnxai.model.cache`),
+loads and verifies it (:mod:`attnxai.model.checkpoint`); when it is missing, downloads the book's
+published model of the same cache key (:mod:`attnxai.model.hub`: verified, unless offline or no
+published location is configured), and only then trains and saves it (:mod:`attnxai.model.train`),
 saying why at each step.
 
 **Concurrency.** The training and the save run under the checkpoint folder's lock
-(:func:`attnxai.files.writer_lock`), so two processes that need the same missing model train it
-once: the second waits (at most :data:`attnxai.files.WAIT_SECONDS`, saying for whom), then
+(:func:`attnxai.store.files.writer_lock`), so two processes that need the same missing model train it
+once: the second waits (at most :data:`attnxai.store.files.WAIT_SECONDS`, saying for whom), then
 loads. The training state is kept after every epoch beside the folder (``.partial-<name>``), so
 a killed training resumes where it stopped. The cache's
 writability is checked before anything is downloaded or trained.
@@ -24,12 +24,12 @@ from filelock import Timeout
 
 from .cache import FORMAT_VERSION, candidates, folder_name, rebuild_hint
 from .checkpoint import CheckpointError, load, save
-from .data import CacheError, check_writable, load_imdb
+from ..data import CacheError, check_writable, load_imdb
 from .devices import check_device
-from .files import WAIT_SECONDS, writer_lock
+from ..store.files import WAIT_SECONDS, writer_lock
 from .hub import HubError, fetch
 from .profiles import TrainConfig, get_config
-from .runconfig import profile as book_profile
+from ..chapters.runconfig import profile as book_profile
 from .textmodel import Pretrained
 from .train import train
 
@@ -63,21 +63,21 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
                dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
                wait_seconds: float = WAIT_SECONDS) -> Pretrained:
     """The model trained with ``profile`` ("paper", "quick", another name of
-    :data:`attnxai.profiles.PROFILES`, or a TrainConfig), from the cache, training it first if
+    :data:`attnxai.model.profiles.PROFILES`, or a TrainConfig), from the cache, training it first if
     needed. ``profile=None`` reads ``ATTNXAI_PROFILE`` (default "paper"): this is how the test
     build of the book runs every chapter on the quick model.
 
     The lookup, in this order: the cache (found and loaded without reading the IMDb archive's
-    reviews and without the network, :func:`attnxai.cache.candidates`); then, with ``download``,
-    the book's published model of the same cache key (:func:`attnxai.hub.fetch`: nothing when
+    reviews and without the network, :func:`attnxai.model.cache.candidates`); then, with ``download``,
+    the book's published model of the same cache key (:func:`attnxai.model.hub.fetch`: nothing when
     ``ATTNXAI_OFFLINE=1`` or no published location is configured; verified against the index
     and its manifest before it enters the cache); then training, which alone needs the data
     (downloaded if no archive is given). ``train_if_missing=False`` raises
     :class:`ModelNotCached` (a ``FileNotFoundError``) instead of training. With ``progress``,
     each step says why it is taken. ``device``: where a training runs
-    (:func:`attnxai.devices.check_device`, checked first); the model returned is on the CPU.
+    (:func:`attnxai.model.devices.check_device`, checked first); the model returned is on the CPU.
     ``wait_seconds``: how long to wait for another process that is training the same model
-    (then :class:`~attnxai.checkpoint.CheckpointError`, naming its lock)."""
+    (then :class:`~attnxai.model.checkpoint.CheckpointError`, naming its lock)."""
     device = check_device(device)
     on = {} if device.type == "cpu" else {"device": device}     # train()'s default is the CPU
     config = get_config(profile or book_profile())

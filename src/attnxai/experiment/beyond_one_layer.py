@@ -71,7 +71,7 @@ def _fast_path_model(model: Any) -> bool:
     """Whether LIME on ``model`` takes fastlime's closed-form path (float64 projections of the
     weights), where a bfloat16 copy would only round the weights: the single-layer model without
     the skip connection."""
-    from ..model import AttentionClassifier
+    from ..model.single_layer import AttentionClassifier
 
     return isinstance(model, AttentionClassifier) and not getattr(model, "skip", False)
 
@@ -81,7 +81,7 @@ def _inference_copy(pre: Any, precision: str) -> Any:
     (always ``pre`` for a model LIME explains on the fast path: :func:`_fast_path_model`)."""
     import torch
 
-    from ..textmodel import Pretrained
+    from ..model.textmodel import Pretrained
 
     if precision == "fp32" or _fast_path_model(pre.model):
         return pre
@@ -293,7 +293,7 @@ def best_offset(d_valid: np.ndarray, y_valid: np.ndarray, d_test: np.ndarray,
 def screen_runs(names: Sequence[str] | None = None, *, base: Any = None) -> list[dict[str, Any]]:
     """The screens' training configurations (``base``: the profile, default ``multilayer``):
     items ``{"run": name, "config": TrainConfig dict, "description": ...}``."""
-    from ..profiles import get_config
+    from ..model.profiles import get_config
 
     base = get_config("multilayer") if base is None else get_config(base)
     names = list(SCREENS) if names is None else list(names)
@@ -314,7 +314,7 @@ def skip_runs(seeds: Sequence[int], *, base: Any = "paper") -> list[dict[str, An
     """The skip-connection ablation: for each seed, ``base`` (default the paper profile) without
     and with the skip connection (profile ``paper-skip``); seed 42 without it is the paper
     profile's own model."""
-    from ..profiles import get_config
+    from ..model.profiles import get_config
 
     seeds = [validate.seed(s, "a training seed") for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
@@ -334,8 +334,8 @@ def skip_runs(seeds: Sequence[int], *, base: Any = "paper") -> list[dict[str, An
 
 def _train_chunk(archive: str | None, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Worker: train (or load from the cache) each run's model; one row of metrics per run."""
-    from ..profiles import TrainConfig
-    from ..trained import pretrained
+    from ..model.profiles import TrainConfig
+    from ..model.trained import pretrained
 
     rows = []
     with single_threaded():
@@ -368,7 +368,7 @@ class TrainingRuns(Study):
 
     def __init__(self, runs: Sequence[dict[str, Any]], *, name: str = "training runs",
                  archive: str | None = None):
-        from ..profiles import TrainConfig, recipe
+        from ..model.profiles import TrainConfig, recipe
 
         if not runs:
             raise ValueError("no training runs given")

@@ -78,7 +78,7 @@ explainers, rules, sizes, the leave-one-out documents) is collected, equal docum
 once, and the model is evaluated once (:class:`Perturber`): on the float64 projections of the single-layer
 model (``backend="fast"``, :mod:`attnxai.fastlime.evaluate`, the evaluators the fast LIME uses), or
 by the model's own ``forward`` on the collated batch, in chunks (``backend="model"``, any
-:class:`~attnxai.interface.ClassifierBase`). ``"auto"`` takes the first when it can. Both agree to
+:class:`~attnxai.model.interface.ClassifierBase`). ``"auto"`` takes the first when it can. Both agree to
 rounding (tested).
 
 **In SymPy.** :func:`symbolic_measures` writes every measure of one explanation as an expression
@@ -101,9 +101,9 @@ import numpy as np
 import torch
 
 from . import validate
-from .interface import ClassifierBase
-from .model import AttentionClassifier
-from .textmodel import Pretrained
+from .model.interface import ClassifierBase
+from .model.single_layer import AttentionClassifier
+from .model.textmodel import Pretrained
 
 __all__ = ["BACKENDS", "CURVE_FRACTIONS", "DEFAULT_SELECTIONS", "Faithfulness", "METRICS",
            "PERTURBATIONS", "Perturber", "QUANTILES", "SELECTIONS", "TIES", "agreement",
@@ -250,7 +250,7 @@ class Perturber:
     ``perturbation="replace"`` puts UNK at the other positions; ``"delete"`` removes them (the
     kept words move forward; every-word-removed is the document ``[CLS]`` alone).
     ``backend="fast"``: the float64 projections of a single-layer
-    :class:`~attnxai.model.AttentionClassifier` (:mod:`attnxai.fastlime.evaluate`, one evaluator
+    :class:`~attnxai.model.single_layer.AttentionClassifier` (:mod:`attnxai.fastlime.evaluate`, one evaluator
     per class); ``"model"``: ``model(ids)`` on the collated batch, ``batch_size`` documents per
     call; ``"auto"``: fast when possible (single-layer model without the skip connection,
     attention logits in range).
@@ -276,7 +276,7 @@ class Perturber:
 
     def _prepare_fast(self) -> str:
         from .fastlime.evaluate import DeleteEvaluator, ReplaceEvaluator
-        from .network import Projections
+        from .model.network import Projections
 
         if not isinstance(self.model, AttentionClassifier):
             return (f"the projections are derived for the single-layer AttentionClassifier, not "
@@ -391,7 +391,7 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
              batch_size: int = 512, ties: str = "position") -> Faithfulness:
     """Every faithfulness metric of every explanation in ``scores`` on one document.
 
-    ``model``: a :class:`~attnxai.textmodel.Pretrained` or a classifier; ``ids``: the document
+    ``model``: a :class:`~attnxai.model.textmodel.Pretrained` or a classifier; ``ids``: the document
     (``[CLS]`` first, e.g. ``pre.vocab.encode(text)``); ``scores``: name -> one score per word
     position (``n`` = len(ids) - 1; see the module docstring for word-level explainers); ``ties``:
     the tie order of the rankings (:data:`TIES`; tau-LOO does not depend on it). For each

@@ -29,7 +29,7 @@ MIN_FONT = 10
 def setup() -> None:
     """The book's figure style (call once per chapter): 100 dpi on screen, 2x in the notebook
     output (retina PNG), text of at least 10 pt, figures at most :data:`MAX_WIDTH` inches wide;
-    and the print forms of tables and SymPy output (:func:`attnxai.printforms.register`; call
+    and the print forms of tables and SymPy output (:func:`attnxai.chapters.printforms.register`; call
     it after ``sympy.init_printing``)."""
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
     plt.rcParams.update({

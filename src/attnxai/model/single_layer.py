@@ -21,7 +21,7 @@ so the skip term is a learned, document-independent offset of the logits: for gi
 every attention weight and every word's gradient are those of the model without it.
 
 Padding, ids and embeddings are the common half of every classifier
-(:class:`attnxai.interface.ClassifierBase`): ``padding="mask"`` (default) gives padded positions
+(:class:`attnxai.model.interface.ClassifierBase`): ``padding="mask"`` (default) gives padded positions
 zero attention, ``padding="unk"`` fills every review with ``UNK`` up to ``max_len`` (the authors'
 behaviour). In both modes the logits of a review do not depend on its batch.
 
@@ -178,5 +178,5 @@ class AttentionClassifier(ClassifierBase):
 
 def sinusoidal_positions(max_len: int, d_embed: int, dtype: torch.dtype = torch.float32) -> Tensor:
     """The position code of positions 0..max_len-1: (max_len, d_embed) (see
-    :func:`attnxai.interface.sinusoid`, the one definition)."""
+    :func:`attnxai.model.interface.sinusoid`, the one definition)."""
     return sinusoid(range(max_len), d_embed, dtype)

@@ -1,6 +1,6 @@
 """The training loop (AdamW, best validation checkpoint, JSON metrics), resumable epoch by epoch.
 
-:func:`train` runs a configuration of :mod:`attnxai.profiles` in steps: the data split is encoded
+:func:`train` runs a configuration of :mod:`attnxai.model.profiles` in steps: the data split is encoded
 (:func:`encode_split`), the model, optimiser, schedule and batch generator are made
 (:func:`start`), restored from a saved state if one matches (:func:`resume`), trained one epoch
 at a time (:func:`train_epoch`, then validation), saved after every epoch when a ``state_dir`` is
@@ -8,7 +8,7 @@ given (:func:`save_state`), and finished on the best validation weights (:func:`
 ``on_epoch(epoch)`` is called after each epoch (and after its state is saved): tests interrupt a
 training there, a caller can report progress.
 
-``device`` (:func:`attnxai.devices.check_device`: ``"cpu"``, the default, ``"cuda"``,
+``device`` (:func:`attnxai.model.devices.check_device`: ``"cpu"``, the default, ``"cuda"``,
 ``"cuda:1"``, ``"mps"``) puts the model and the batches on an accelerator torch can see; the
 weights and the batch order are drawn on the CPU, so another device gives the CPU's result to
 float rounding (not bit for bit), and :func:`train` returns the model on the CPU.
@@ -28,17 +28,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from .data import IMDb, Review, load_imdb
+from ..data import IMDb, Review, load_imdb
 from .devices import check_device
-from .files import atomic_write
+from ..store.files import atomic_write
 from .interface import ClassifierBase, predict
-from .progress import bar as progress_bar
-from .progress import write as progress_write
-from .model import AttentionClassifier
+from ..progress import bar as progress_bar
+from ..progress import write as progress_write
+from .single_layer import AttentionClassifier
 from .multilayer import MultiLayerClassifier
 from .profiles import TrainConfig, recipe
-from .provenance import cpu, loadavg, source_state, weights_sha256
-from .text import Vocab, tokenize
+from ..store.provenance import cpu, loadavg, source_state, weights_sha256
+from ..text import Vocab, tokenize
 
 __all__ = ["EncodedSplit", "TrainState", "accuracy", "bucketed_batches", "build_model",
            "encode_reviews", "encode_split", "final_metrics", "fingerprint", "load_state", "lr_factor", "resume",
@@ -230,7 +230,7 @@ def _record_epoch(state: TrainState, split: EncodedSplit, stats: dict[str, float
 def fingerprint(model: torch.nn.Module) -> dict[str, Any]:
     """What decides whether two machines train the same weights from the same seed, recorded
     with every trained model (``metrics.json``, shown by ``python -m attnxai info``): the
-    weights' sha256 (:func:`attnxai.provenance.weights_sha256`), torch's version and the CPU
+    weights' sha256 (:func:`attnxai.store.provenance.weights_sha256`), torch's version and the CPU
     kernels it chose, the processor and its instruction-set flags, and the thread count."""
     return {"weights_sha256": weights_sha256(model.state_dict()),
             "torch": torch.__version__,
@@ -284,7 +284,7 @@ def train(config: TrainConfig, data: IMDb | None = None, *, progress: bool = Tru
     """Train from scratch (on ``device``); returns the best-validation model (on the CPU), its
     vocabulary and metrics.
 
-    ``config.extra`` picks the model and the recipe (:func:`attnxai.profiles.recipe`); with an
+    ``config.extra`` picks the model and the recipe (:func:`attnxai.model.profiles.recipe`); with an
     empty ``extra`` this is the authors' loop (AdamW, random batches, no schedule, no clipping).
     ``state_dir``: a folder where the training state is saved after every epoch; a later call
     with the same config and folder resumes after the last saved epoch and ends with the same
@@ -354,8 +354,8 @@ def load_state(folder: str | Path, config: TrainConfig) -> tuple[dict, dict] | N
     config, or files that do not match)."""
     from safetensors.torch import load as load_safetensors
 
-    from .budget import budget
-    from .files import read_json, read_small_file
+    from ..budget import budget
+    from ..store.files import read_json, read_small_file
 
     folder = Path(folder)
     try:        # never waits on a FIFO nor reads a device without end (then: no state, retrain)

@@ -17,7 +17,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from .model import AttentionClassifier
+from .single_layer import AttentionClassifier
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Downloading, with every wait bounded and every byte counted: the one place the package reads
-the network (the book's published models, :mod:`attnxai.hub`; the IMDb archive,
+the network (the book's published models, :mod:`attnxai.model.hub`; the IMDb archive,
 :mod:`attnxai.data`).
 
 :func:`download` streams one URL into a file object and stops, raising :class:`DownloadError`,
@@ -30,7 +30,7 @@ import zlib
 from typing import BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import UserError
+from ..errors import UserError
 
 __all__ = ["CONNECT_SECONDS", "DownloadError", "ENV_OFFLINE", "GRACE_SECONDS", "MIN_RATE",
            "READ_SECONDS", "download", "offline", "redact", "refuse_offline"]

@@ -10,8 +10,8 @@ split into a word part and a position part::
     value_i(x, p) = (W_e[x] + p_p) . H_i[:, c]    H_i    = W_v^(i)T W_l^(i)T      (d_embed, C)
 
 and the logit is ``f_c = (1/K) sum_i sum_t softmax_t(score_i) value_i[c]``. Everything here is
-derived from :class:`~attnxai.model.AttentionClassifier`'s own weights and position code
-(:meth:`~attnxai.interface.ClassifierBase.positions`, in the model's dtype, then float64), so a
+derived from :class:`~attnxai.model.single_layer.AttentionClassifier`'s own weights and position code
+(:meth:`~attnxai.model.interface.ClassifierBase.positions`, in the model's dtype, then float64), so a
 change to the model changes every consumer; ``tests/test_network.py`` checks these tables against
 ``model.forward`` to 1e-12 on small hand-built models.
 
@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from .interface import sinusoid
-from .model import AttentionClassifier
-from .validate import target as check_target
+from .single_layer import AttentionClassifier
+from ..validate import target as check_target
 
 __all__ = ["DocumentTables", "Projections"]
 

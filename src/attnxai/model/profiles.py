@@ -4,13 +4,13 @@
 validation checkpoint, seed 42, 20,000 / 5,000 / 25,000 reviews); ``quick`` trains in under a
 minute on a laptop core and is what the tests and the test build of the book use.
 ``multilayer`` is our reconstruction of the paper's 6-layer x 6-head model
-(:class:`~attnxai.multilayer.MultiLayerClassifier`, chapter 8) with its recipe (warm-up then linear
+(:class:`~attnxai.model.multilayer.MultiLayerClassifier`, chapter 8) with its recipe (warm-up then linear
 decay, gradient clipping, dropout, length-bucketed batches); ``multilayer-quick`` the same recipe
 on 2 layers and the quick profile's data (about a minute on one core); ``paper-skip`` the paper
 profile with the single-layer skip connection (chapter 8). The recipe lives in
 ``TrainConfig.extra`` (:func:`recipe`), so the paper and quick profiles keep their cache keys.
 
-This module holds data only (no torch): the training loop is :mod:`attnxai.train`.
+This module holds data only (no torch): the training loop is :mod:`attnxai.model.train`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from . import validate
-from .runconfig import seed_override
+from .. import validate
+from ..chapters.runconfig import seed_override
 
 __all__ = ["EXTRA_DEFAULTS", "PROFILES", "TrainConfig", "get_config", "recipe"]
 
@@ -67,8 +67,8 @@ class TrainConfig:
 
 
 #: The keys ``TrainConfig.extra`` may hold and their values when absent (the paper's recipe):
-#: ``arch`` "single" (:class:`~attnxai.model.AttentionClassifier`) or "multilayer"
-#: (:class:`~attnxai.multilayer.MultiLayerClassifier`, with ``n_layers``, ``residual``, ``norm``,
+#: ``arch`` "single" (:class:`~attnxai.model.single_layer.AttentionClassifier`) or "multilayer"
+#: (:class:`~attnxai.model.multilayer.MultiLayerClassifier`, with ``n_layers``, ``residual``, ``norm``,
 #: ``d_ff``, ``dropout``); ``skip`` the single-layer skip connection; ``warmup`` the fraction of
 #: the steps of linear warm-up; ``schedule`` "constant" or "linear" (decay to 0 at the last step
 #: of ``epochs``); ``clip`` the gradient-norm clip (None: none); ``batching`` "random" (a
@@ -131,7 +131,7 @@ PROFILES: dict[str, TrainConfig] = {
 def get_config(profile: str | TrainConfig, **overrides: Any) -> TrainConfig:
     """The configuration of ``profile`` (a name of :data:`PROFILES` or a TrainConfig), with
     ``overrides`` replaced; ``ValueError`` for an unknown name. A named profile takes its seed
-    from ``ATTNXAI_SEED`` when that is set (:func:`attnxai.runconfig.seed_override`) and
+    from ``ATTNXAI_SEED`` when that is set (:func:`attnxai.chapters.runconfig.seed_override`) and
     ``overrides`` names none: how the book is built on a model of other weights."""
     if isinstance(profile, TrainConfig):
         return replace(profile, **overrides)

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import os
 
-PROFILES = ("paper", "quick")
+BOOK_PROFILES = ("paper", "quick")
 
 
 def profile() -> str:
     p = os.environ.get("ATTNXAI_PROFILE", "paper")
-    if p not in PROFILES:
-        raise ValueError(f"ATTNXAI_PROFILE must be one of {PROFILES}, got {p!r}")
+    if p not in BOOK_PROFILES:
+        raise ValueError(f"ATTNXAI_PROFILE must be one of {BOOK_PROFILES}, got {p!r}")
     return p
 
 
 def seed_override() -> int | None:
     """``ATTNXAI_SEED`` as a seed (an integer >= 0), or None when it is unset or empty.
 
-    It replaces the seed of every named training profile (:func:`attnxai.profiles.get_config`),
+    It replaces the seed of every named training profile (:func:`attnxai.model.profiles.get_config`),
     so the same commands build the book, and run the tests, on a model of other weights: the seed
     is part of the cache key, so each seed's model is cached beside the default one."""
     raw = os.environ.get("ATTNXAI_SEED", "").strip()

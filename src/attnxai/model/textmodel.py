@@ -3,8 +3,8 @@
 This is the type every explainer of text takes (the fast LIME, the closed forms,
 :func:`attnxai.explain`). It holds the model, the vocabulary, the training configuration and metrics, and the checkpoint
 folder it was loaded from (``path``); it knows nothing of training, files or caches: those are
-:mod:`attnxai.train`, :mod:`attnxai.checkpoint` (the folder format, verified) and
-:mod:`attnxai.cache` (the trained models kept per profile).
+:mod:`attnxai.model.train`, :mod:`attnxai.model.checkpoint` (the folder format, verified) and
+:mod:`attnxai.model.cache` (the trained models kept per profile).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import stacklevel
+from ..errors import stacklevel
 from .interface import ClassifierBase, predict
-from .text import TruncationWarning, Vocab, tokenize
+from ..text import TruncationWarning, Vocab, tokenize
 
 __all__ = ["Pretrained"]
 

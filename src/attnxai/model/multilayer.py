@@ -25,7 +25,7 @@ With ``n_layers=1`` this is the single-layer model of the paper (plus a LayerNor
 every other matrix U(-0.1, 0.1); LayerNorms start at (1, 0). Dropout (``dropout``) acts, in
 training only, on the embeddings and on each block's attention and feed-forward outputs.
 
-Every explainer of the package works on it through :class:`~attnxai.interface.ClassifierBase`:
+Every explainer of the package works on it through :class:`~attnxai.model.interface.ClassifierBase`:
 ``forward_embeddings(e, mask, per_head=)`` (per head: the last layer's heads) and
 ``cls_attention(e, mask)`` -> (B, L, K, T), the ``[CLS]`` row of every layer. For attention
 rollout :meth:`MultiLayerClassifier.attention_maps` gives every layer's full matrices.
@@ -59,7 +59,7 @@ def _uniform(shape: tuple[int, ...], r: float) -> nn.Parameter:
 
 class _Attention(nn.Module):
     """Per-head bias-free projections ``W_q``, ``W_k`` (K, d_attn, D) and ``W_v`` (K, d_value, D),
-    named and shaped as in :class:`~attnxai.model.AttentionClassifier`."""
+    named and shaped as in :class:`~attnxai.model.single_layer.AttentionClassifier`."""
 
     def __init__(self, d_embed: int, n_heads: int, d_attn: int, d_value: int, r: float):
         super().__init__()

@@ -1,0 +1,7 @@
+"""What the chapters use to size, print and draw (no model code).
+
+    plots                        the chapters' figures and token shading
+    printforms | paper | prose | runconfig
+                                 print forms of rich outputs (LaTeX) | the paper's numbers |
+                                 numbers for the prose | the book's profile (ATTNXAI_PROFILE)
+"""

@@ -1,0 +1,64 @@
+"""LIME's limit takes one settings object (attnxai.limit_settings.LimitSettings), shared by the
+closed forms and the registry; keywords are its fields, checked once when it is built."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attnxai.limit_settings import LimitSettings
+from conftest import make_tiny, tiny_text
+
+
+def test_the_registry_and_the_closed_forms_share_one_class_and_its_defaults():
+    from attnxai import registry
+    from attnxai.theory.lime_text import DEFAULT_KERNEL_WIDTH
+
+    assert registry.LimitSettings is LimitSettings
+    assert registry.METHODS["LIME limit"].settings is LimitSettings
+    assert LimitSettings().kernel_width == DEFAULT_KERNEL_WIDTH
+    assert registry.LimeSettings().kernel_width == LimitSettings().kernel_width
+
+
+def test_an_object_and_keywords_give_the_same_limit():
+    from attnxai import theory
+
+    pre, text = make_tiny(), tiny_text(12, seed=3)
+    s = LimitSettings(bow=False, n_nodes=31, lambda_step=0.5)
+    by_object = theory.lime_limit(pre, text, s)
+    by_keywords = theory.lime_limit(pre, text, bow=False, n_nodes=31, lambda_step=0.5)
+    assert np.array_equal(by_object, by_keywords)
+    # a keyword replaces the object's field
+    assert np.array_equal(theory.lime_limit(pre, text, s, n_nodes=25),
+                          theory.lime_limit(pre, text, bow=False, lambda_step=0.5))
+    assert not np.array_equal(theory.lime_limit(pre, text, s, kernel_width=math.inf), by_object)
+
+
+@pytest.mark.parametrize("given, error, match", [
+    ({"n_nodes": 2}, ValueError, "n_nodes must be an int >= 3"),
+    ({"n_nodes": 3.0}, TypeError, "n_nodes must be an int"),
+    ({"lambda_step": 0}, ValueError, "lambda_step must be a positive number"),
+    ({"ksub": 0}, ValueError, "ksub must be an int >= 1"),
+    ({"kernel_width": -1.0}, ValueError, "kernel_width must be > 0"),
+    ({"method": None}, TypeError, "method must be a str"),
+    ({"law": 3}, TypeError, "law must be a str or None"),
+    ({"nodes": 25}, TypeError, r"unknown setting\(s\) \['nodes'\]"),
+])
+def test_bad_settings_are_refused_when_built(given, error, match):
+    from attnxai import theory
+
+    with pytest.raises(error, match=match):
+        LimitSettings.of(**given)
+    with pytest.raises(error, match=match):               # the closed form: the same message
+        theory.lime_limit(make_tiny(), tiny_text(6), **given)
+
+
+def test_names_are_checked_by_the_closed_form():
+    from attnxai import theory
+
+    with pytest.raises(ValueError, match="law must be one of"):
+        theory.lime_limit(make_tiny(), tiny_text(6), law="uniform")
+    with pytest.raises(TypeError, match="settings must be a LimitSettings"):
+        theory.lime_limit(make_tiny(), tiny_text(6), {"bow": True})
