@@ -43,6 +43,7 @@ from attnxai.errors import ClusterError, NotARegularFile, OverBudget, UserError
 from attnxai.experiment import store
 from attnxai.experiment.runner import open_workers, run
 from attnxai.model.profiles import get_config
+from attnxai.theory import deletion_routes as dr
 from hostile_kit import ROOT, Squares, _env, _one_line, _squares, holder, tiny_cli  # noqa: F401 - fixtures
 
 LABELLED_SHA = "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066"
@@ -731,9 +732,11 @@ def test_lime_limit_says_when_it_answers_with_an_approximation():
     equal values where fastlime refuses."""
     pre = make_tiny()
     # (since: exact by default within the exact route's budget; beyond it, the warning)
-    with pytest.warns(theory.LimitApproximationWarning, match=r"binomial-position approximation"
-                                                               r".*median 6.7%, worst 18.0% on "
-                                                               r"trained model"):
+    # the measured errors it quotes are the committed table's (deletion_routes.BINOMIAL_ERRORS)
+    med, worst, _ = dr.BINOMIAL_ERRORS["LIME"]["trained model, full reviews"]
+    with pytest.warns(theory.LimitApproximationWarning, match=(
+            r"binomial-position approximation.*median " + re.escape(f"{med:.1%}, worst {worst:.1%}")
+            + r" on trained model, full reviews.*positions='sampled'.*1e-2")):
         theory.lime_limit(pre, "good film good plot", bow=True, budget=0)
     with pytest.warns(theory.LimitApproximationWarning, match=r"independent removal.*law='lime' "
                                                                r"gives the exact limit"):

@@ -117,8 +117,9 @@ def binomial_error_text(value: str) -> str:
     ``"Banzhaf"``), as a warning quotes them."""
     parts = [f"median {m:.1%}, worst {w:.1%} on {pop} ({n} documents)"
              for pop, (m, w, n) in BINOMIAL_ERRORS[value].items()]
-    return ("measured against the exact route (book/data/deletion_errors.csv), its relative "
-            "error (norm 2) had " + "; ".join(parts))
+    return ("measured against the exact route (the sampled one to 1e-2 on full reviews, beyond "
+            "the exact; book/data/deletion_errors.csv), its relative error (norm 2) had "
+            + "; ".join(parts))
 
 
 @dataclass
