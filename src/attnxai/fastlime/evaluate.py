@@ -121,7 +121,8 @@ class DeleteEvaluator:
             z, self.word_index, self.A, self.B, table=self._table, backend=self.backend_request)
         return out, counts
 
-    def __call__(self, z: np.ndarray) -> np.ndarray:
+    def heads(self, z: np.ndarray) -> np.ndarray:
+        """Every head's output (n, K) on the masks ``z`` (their mean is the logit)."""
         r, counts = self.sums(z)
         K = self.K
         num = r[:, :K] + self.cls_num
@@ -129,4 +130,7 @@ class DeleteEvaluator:
         if self.fill_num is not None:
             num += self.fill_num[counts]
             den += self.fill_den[counts]
-        return (num / den).mean(axis=1)
+        return num / den
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        return self.heads(z).mean(axis=1)

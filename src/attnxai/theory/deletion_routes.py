@@ -46,7 +46,7 @@ import numpy as np
 from .. import validate
 from .lime_chain import lime_weights, solve_sigma
 from .lime_inputs import Tables
-from .deletion_sampled import sample_sums
+from .deletion_sampled import batch_stderr, sample_sums
 from .lime_repeats import all_configs, config_sums, document_output, repeat_layout
 
 __all__ = ["DEFAULT_BUDGET", "DEFAULT_TOL", "MAX_EVALS", "ROUTES", "GameResult", "deletion_game",
@@ -276,7 +276,7 @@ def deletion_values(tb: Tables, feats: list[np.ndarray], value: str, *,
     heads = vmap(est.G) + const_s
     values = heads.mean(axis=0)
     per_batch = value_fn(est.batches)
-    se = per_batch.std(axis=0, ddof=1) / math.sqrt(per_batch.shape[0])
+    se = batch_stderr(per_batch)
     rel = float(np.linalg.norm(se[judged]) / max(np.linalg.norm(values[judged]), 1e-300))
     return GameResult(values, heads, se, "sampled", rel, 0, repeat_layout(feats, tb.T).R, tol,
                       rel <= tol, est.evaluations,

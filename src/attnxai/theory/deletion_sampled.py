@@ -44,7 +44,8 @@ from ..native import jit
 from ..threads import one_blas_thread
 from .lime_inputs import Tables, feature_owner
 
-__all__ = ["BATCH", "MIN_BATCHES", "SampledSums", "linear_sums", "sample_sums", "size_law"]
+__all__ = ["BATCH", "MIN_BATCHES", "SampledSums", "batch_stderr", "linear_sums", "sample_sums",
+           "size_law"]
 
 #: Draws per batch (one batch estimate of the values each).
 BATCH = 4096
@@ -129,13 +130,8 @@ class _Game:
         self.K, self.d, self.evaluations = tb.n_heads, len(feats), 0
 
     def heads(self, masks: np.ndarray) -> np.ndarray:
-        ev = self.ev
-        r, counts = ev.sums(np.ascontiguousarray(masks, dtype=np.uint8))
-        num, den = r[:, :self.K] + ev.cls_num, r[:, self.K:] + ev.cls_den
-        if ev.fill_num is not None:
-            num, den = num + ev.fill_num[counts], den + ev.fill_den[counts]
         self.evaluations += len(masks)
-        return num / den
+        return self.ev.heads(np.ascontiguousarray(masks, dtype=np.uint8))
 
 
 @dataclass
@@ -260,7 +256,7 @@ def sample_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, value_fn, *,
             parts.append(np.concatenate([s0, sj], axis=1) / len(X))
             vals.append(value_fn(Gb + parts[-1])[judged])
             if len(parts) >= MIN_BATCHES:
-                se = _stderr(np.asarray(vals))
+                se = batch_stderr(np.asarray(vals))
                 val = np.mean(vals, axis=0)            # = value_fn(mean) (the map is affine)
                 if (np.linalg.norm(se) <= tol * np.linalg.norm(val)
                         or game.evaluations + BATCH > max_evals):
@@ -268,7 +264,7 @@ def sample_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, value_fn, *,
                     return SampledSums(batches.mean(axis=0), batches, beta, game.evaluations)
 
 
-def _stderr(per_batch: np.ndarray) -> np.ndarray:
+def batch_stderr(per_batch: np.ndarray) -> np.ndarray:
     """Standard error of the mean of the batch estimates (nb, n_values)."""
     nb = per_batch.shape[0]
     return per_batch.std(axis=0, ddof=1) / math.sqrt(nb)
