@@ -17,19 +17,19 @@ given which repeated words are kept, the chain over positions is exact over the 
 **What it costs on full reviews** (``benchmarks/bench_deletion_sampled.py``, the paper model's
 first 50 full-length test reviews, one thread, ``book/data/deletion_sampled.csv``,
 :data:`SAMPLED_COST`): to a relative standard error of 1e-2, median 1.95 s for the Shapley
-values (0.72 to 5.78), 0.98 s for Banzhaf, 2.48 s for LIME's limit; 1e-3 costs a hundred times
-as much. shap's permutation explainer took 10 to 12 s to reach 1e-2 on the same game (2
+values (0.72 to 5.78), 0.98 s for Banzhaf, 2.48 s for LIME's limit; 1e-3 would cost a hundred times
+as much (extrapolated: the error falls as 1 / sqrt(draws)). shap's permutation explainer took 10 to 12 s to reach 1e-2 on the same game (2
 reviews): the sampled route is about 5 times faster at the same error, and 1e-3 is 20 times
 slower than shap at 1e-2. LIME's limit certified to lime's own noise at n = 200,000 took 0.36
 to 0.93 (median 0.65) of one lime run at n = 5000. The control variate cuts the draws 3 to 28
-fold (median 5.8 Shapley, 12.9 Banzhaf, 3.6 LIME). Why not faster: the game is rough in the
-positions (a kept token's position moves with every deletion before it, and the sinusoidal codes
-change on the scale of one position), so no smooth control game follows it closely: a game with
-each token at its expected position differs from it by 0.25 logit on average (3 full reviews). The exact route's budget admits 4.6 % of 3,000 test reviews and none of
-the full-length ones (``book/data/deletion_regime.csv``). An earlier sampled route drew the
-repeated words' configurations and ran the chain over the other words for each (0.04 to 0.23 s
-a configuration); per unit of time it was some 10^4 times noisier than drawing kept sets, and
-is gone.
+fold (median 5.8 Shapley, 12.9 Banzhaf, 3.6 LIME). Why it is not faster, as far as we can
+tell (not measured by a committed script): the game is rough in the positions (a kept token's
+position moves with every deletion before it, and the sinusoidal codes change on the scale of one
+position), so a linear game leaves much of it to the draws. The exact route's budget admits
+4.6 % of 3,000 test reviews and none of the full-length ones (``book/data/deletion_regime.csv``;
+one configuration costs 0.04 to 0.07 s there, ``book/data/deletion_speed.csv``). An earlier
+sampled route drew the repeated words' configurations and ran that chain for each, one
+configuration per draw; it is gone.
 
 Every value is linear in the sums ``G`` of :mod:`~attnxai.theory.lime_repeats`, so a sample's
 contribution to the values is the value map applied to its own part of ``G``: the standard error
