@@ -56,6 +56,23 @@ def test_document_tables_are_the_model_scores(pre):
     np.testing.assert_allclose(tab.logits, it.logits[0].numpy(), rtol=0, atol=TOL)
 
 
+@pytest.mark.parametrize("target", [0, 1])
+@pytest.mark.parametrize("n_words", [1, 5, 12])
+def test_logits_given_is_the_forward_pass(pre, target, n_words):
+    """logits_given (the fast LIME's prediction: the target's logit given, the other classes from
+    the tables, the UNK fill included) equals model.forward on the document, every class; the
+    given logit is returned as given."""
+    m = pre.model
+    ids = np.asarray(pre.vocab.encode(tiny_text(n_words, 4), m.max_len))
+    tab = Projections.of(m).document(ids, target=target)
+    with torch.no_grad():
+        want = m(torch.as_tensor(ids)[None], return_internals=True).logits[0].numpy()
+    got = tab.logits_given(float(want[target]))
+    assert got[target] == want[target]
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOL)
+    np.testing.assert_allclose(got, tab.logits, rtol=0, atol=TOL)
+
+
 def _perturbed(pre, words, z, bow):
     """What lime sends the model: features dropped (deleted, or replaced by UNK in place)."""
     names, feats = lime_features(words, bow)

@@ -201,7 +201,7 @@ class Problem:
             self.words = list(tokens)
             self.evaluator = ReplaceEvaluator(tab, backend=self.backend)
         if self.evaluator.ok:
-            self.prediction = tab.logits
+            self.tables = tab
         elif path == "fast":
             raise ValueError("path='fast' is not possible: the model's attention scores on "
                              f"this text span more than {MAX_SCORE_RANGE:g} (exp underflow)")
@@ -216,7 +216,11 @@ class Problem:
         if self.path == "fast":
             y = np.concatenate([self.evaluator(masks[s:s + self.chunk_size])
                                 for s in range(0, len(masks), self.chunk_size)])
-            return y, self.prediction
+            # lime's predict_proba is the row of its first sample, the document (lime's row 0
+            # keeps every feature): then the target's logit is y[0], as in lime
+            if len(masks) and masks[0].all():
+                return y, self.tables.logits_given(y[0])
+            return y, self.tables.logits
         strings = [self.indexed.raw_string()]
         for row in masks[1:]:
             strings.append(self.indexed.inverse_removing(np.flatnonzero(row == 0)))

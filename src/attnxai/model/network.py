@@ -21,8 +21,9 @@ arguments look one position past a full document).
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -108,7 +109,7 @@ class Projections:
             unk_score=self.unk @ self.U,
             unk_value=np.einsum("d,dk->k", self.unk, self.H[:, :, target]),
             cls_score=cls_score, cls_value=cls_value[:, target],
-            logits=self.logits(ids))
+            source=self, vectors=W, cls_values=cls_value)
 
     def logits(self, ids, *, per_head: bool = False) -> np.ndarray:
         """The model's logits on one document (1-D ids, ``[CLS]`` first, no padding; the UNK fill
@@ -139,7 +140,9 @@ class DocumentTables:
     pos_score[p]`` and value score ``word_value[t] + pos_value[p]``; UNK at ``p``:
     ``unk_score + pos_score[p]``. Row 0 is ``[CLS]``'s word part; ``cls_score`` and ``cls_value``
     are [CLS] at position 0 (the same up to rounding, from the summed embedding).
-    ``logits`` (C,) is the model's output on the whole document, every class.
+    ``logits`` (C,) is the model's output on the whole document, every class (computed when first
+    read: :meth:`Projections.logits`); :meth:`logits_given` the same from these tables when the
+    target's logit is already known (the fast LIME's output on its first sample).
     """
 
     ids: np.ndarray
@@ -154,7 +157,45 @@ class DocumentTables:
     unk_value: np.ndarray     # (K,)
     cls_score: np.ndarray     # (K,)
     cls_value: np.ndarray     # (K,)
-    logits: np.ndarray        # (C,)
+    source: Projections = field(repr=False)
+    vectors: np.ndarray = field(repr=False)      # (T, D) the word vectors, [CLS] at row 0
+    cls_values: np.ndarray = field(repr=False)   # (K, C) cls_value for every class
+
+    @functools.cached_property
+    def logits(self) -> np.ndarray:
+        """The model's logits on the whole document (C,): :meth:`Projections.logits` of ``ids``."""
+        return self.source.logits(self.ids)
+
+    def logits_given(self, target_logit: float) -> np.ndarray:
+        """The model's logits on the whole document (C,) with ``target_logit`` as the target's
+        (a caller that has evaluated it, as the fast LIME has on its first sample, which is the
+        document: lime's ``predict_proba`` is that sample's row) and the other classes from
+        these tables: per head the softmax of ``word_score + pos_score`` ([CLS]: ``cls_score``;
+        a ``padding="unk"`` model's UNK fill after the document) weighting each token's value
+        for the class. Equal to :attr:`logits` to rounding (``tests/test_network.py``)."""
+        src, T = self.source, self.T
+        C = src.H.shape[2]
+        out = np.empty(C)
+        out[self.target] = target_logit
+        others = [c for c in range(C) if c != self.target]
+        if not others:
+            return out
+        s = np.concatenate([self.cls_score[None], self.word_score[1:] + self.pos_score[1:T]])
+        Ho = np.ascontiguousarray(src.H[:, :, others])                 # (D, K, C')
+        D, K = Ho.shape[:2]
+        v = np.empty((T, K, len(others)))
+        v[0] = self.cls_values[:, others]
+        v[1:] = (self.vectors[1:] @ Ho.reshape(D, -1)).reshape(T - 1, K, -1) \
+            + src.pos_value[1:T][:, :, others]
+        if self.padding == "unk" and T < self.max_len:                 # the UNK fill
+            L = self.max_len
+            s = np.concatenate([s, self.unk_score + self.pos_score[T:L]])
+            fill = (src.unk @ Ho.reshape(D, -1)).reshape(K, -1) + src.pos_value[T:L][:, :, others]
+            v = np.concatenate([v, fill])
+        alpha = np.exp(s - s.max(0))
+        alpha /= alpha.sum(0)
+        out[others] = np.einsum("tk,tkc->c", alpha, v) / K
+        return out
 
     @property
     def n_heads(self) -> int:
