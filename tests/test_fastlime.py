@@ -296,6 +296,28 @@ def test_deletion_sums_numba_equal_numpy(model64, reviews):
     np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
 
 
+def test_lime_random_state_is_lime_s_stream():
+    """An int seeds a reused scratch RandomState to RandomState(int)'s state (also after the
+    scratch one was used, and for the largest seed); other values go through
+    validate.random_state (a RandomState is used in place, bad seeds refused)."""
+    from attnxai.fastlime.problem import lime_random_state
+
+    for seed in (0, 7, 2**32 - 1, np.int64(12), 7):
+        rs = lime_random_state(seed)
+        want = np.random.RandomState(int(seed))
+        got = rs.get_state()
+        for a, b in zip(got, want.get_state()):
+            assert np.array_equal(a, b)
+        rs.randint(1, 10, 100)                        # used: the next seed must not see it
+        np.random.RandomState(0).standard_normal()
+        rs.standard_normal()                          # a cached gaussian is reset by seed()
+    own = np.random.RandomState(3)
+    assert lime_random_state(own) is own
+    for bad, err in ((2**32, ValueError), (-1, ValueError), (True, TypeError), (1.0, TypeError)):
+        with pytest.raises(err):
+            lime_random_state(bad)
+
+
 def test_kernel_weights_are_bitwise_lime():
     for d in (1, 2, 7, 100, 255):
         masks, _ = L.sample_masks(d, 400, d)

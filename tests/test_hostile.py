@@ -507,6 +507,25 @@ def test_too_many_local_workers_are_refused_before_any_starts(tmp_path, monkeypa
     assert not out.exists()
 
 
+def test_the_machine_s_memory_is_read_again_after_a_second(monkeypatch):
+    """machine_memory reuses a reading for MEMORY_READ_TTL seconds (a fast LIME explanation
+    checks the budget each time) and reads the limits again after it, or when they move."""
+    from attnxai import budget
+
+    reads = []
+    monkeypatch.setattr(budget, "_read_machine_memory", lambda: reads.append(1) or 10 * len(reads))
+    monkeypatch.setattr(budget, "_last_read", None)
+    clock = [100.0]
+    monkeypatch.setattr(budget.time, "monotonic", lambda: clock[0])
+    assert budget.machine_memory() == 10 and budget.machine_memory() == 10
+    clock[0] += budget.MEMORY_READ_TTL / 2
+    assert budget.machine_memory() == 10 and len(reads) == 1
+    clock[0] += budget.MEMORY_READ_TTL
+    assert budget.machine_memory() == 20
+    monkeypatch.setattr(budget, "_CGROUP_LIMITS", ("/nonexistent",))
+    assert budget.machine_memory() == 30
+
+
 def test_a_budget_that_is_no_size_is_refused(monkeypatch):
     monkeypatch.setenv(BUDGET_ENV, "lots")
     with pytest.raises(ValueError, match="is not a memory size"):
