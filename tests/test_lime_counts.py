@@ -150,7 +150,7 @@ def test_both_backends_give_lime_the_same_bits(n_heads, bow):
 
 
 @needs_numba
-@pytest.mark.parametrize("d,n", [(7, 3000), (65, 200)])
+@pytest.mark.parametrize("d,n", [(7, 3000), (65, 200), (10, 500)])
 def test_plain_python_count_gram_equals_the_compiled(d, n, monkeypatch):
     """Without numba, count_gram runs as Python with _gram_lanes_py in place of the vector
     intrinsic: the same bits (groups of several words, of one, and empty ones)."""
@@ -165,6 +165,7 @@ def test_plain_python_count_gram_equals_the_compiled(d, n, monkeypatch):
     compiled = np.zeros((d, d))
     C.count_gram(bits, bits_t, starts, wg, compiled)
     monkeypatch.setattr(C, "_gram_lanes", C._gram_lanes_py)
+    monkeypatch.setattr(C, "_gram_rows", C._gram_rows_py)
     plain = np.zeros((d, d))
     C.count_gram.py_func(bits, bits_t, starts, wg, plain)
     assert np.array_equal(plain, compiled)
