@@ -43,6 +43,21 @@ How exactness is guaranteed.
   sums: the results are equal to the bit (tested with ``np.array_equal`` for K = 1, 2, 4, 6,
   7, 11, 12).
 
+Why LLVM IR and not numba's SLP vectoriser. numba compiles with LLVM's SLP (superword-level
+parallelism) vectoriser off (numba PR #8852, after miscompilations: numba issues #8705, #8681). Its
+switch, ``NUMBA_SLP_VECTORIZE`` (``numba.core.config.SLP_VECTORIZE``), is process-wide: numba 0.68.1
+reads it whenever it builds a pass pipeline, there is no per-function option (numba issue #9396),
+and the on-disk cache's key ignores it, so turning it on for these kernels would compile every
+other numba function of the process with it too. ``benchmarks/bench_slp.py`` measured it anyway,
+on uncached copies compiled with the switch set only around their compilation (2026-12-02, one
+thread, interleaved, load average 2.9; all equal to the IR to the bit): for the deletion sums
+(T = 255, d = 150, K = 6, n = 5000, the IR 2.05 ms) plain numba loops take 12.8x the IR's time
+with SLP off and 12.8x with it on, the sums as generated scalar locals 5.9x and 8.7x, and
+generated straight-line code over flat arrays with unsigned indices 4.8x and, with SLP on, 1.5x
+(1.2x to 1.4x in two earlier runs). For ``X^T W X`` see :mod:`~attnxai.fastlime.counts`. No plain
+form reaches the IR, and the nearest needs generated code and the process-wide switch: the IR
+stays.
+
 This module imports nothing from the rest of ``attnxai`` but :mod:`attnxai.native`.
 """
 
