@@ -161,7 +161,10 @@ def shuffle_masks(key, pos, d, sizes, masks):
     the branching loop, the same words consumed in the same order). The mask is constant while
     ``i`` stays above half of it, so the draws run in one inner loop per mask, whose only chain
     from one draw to the next is ``i``'s compare and subtract (3x faster than updating the mask
-    after every draw).
+    after every draw). Every index is cast to an unsigned integer where it is used: numba then
+    drops its test for negative indices (Python's wrap-around), which took a third of the
+    instructions of the draws' loops (sampling 0.67-0.73x its time, measured against the
+    signed indices on d = 168, n = 5000).
 
     Only the steps ``i >= size`` move anything that matters: position ``i`` receives its final
     value at step ``i`` (later steps touch positions below ``i`` only), so the values placed at
@@ -190,12 +193,12 @@ def shuffle_masks(key, pos, d, sizes, masks):
         while i >= stop:
             lo = max(stop - 1, m >> 1)          # within one mask: i > lo
             while pos < _MT_N and i > lo:
-                v = np.int64(buf[pos] & np.uint32(m))
+                v = np.int64(buf[np.uint64(pos)] & np.uint32(m))
                 pos += 1
                 acc = v <= i
-                j = v if acc else i                     # rejected: j = i, nothing moves
-                pj = perm[j]
-                perm[j] = perm[i]
+                j = np.uint64(v if acc else i)          # rejected: j = i, nothing moves
+                pj = np.uint64(perm[j])
+                perm[j] = perm[np.uint64(i)]
                 row[pj] = row[pj] | acc                 # pj lands at position i: kept
                 i -= np.int64(acc)
             if i == m >> 1:                             # i fell to half the mask: halve it
@@ -207,7 +210,7 @@ def shuffle_masks(key, pos, d, sizes, masks):
         while i >= 1:                                   # the remaining steps: draws only
             lo = m >> 1
             while pos < _MT_N and i > lo:
-                v = np.int64(buf[pos] & np.uint32(m))
+                v = np.int64(buf[np.uint64(pos)] & np.uint32(m))
                 pos += 1
                 i -= np.int64(v <= i)
             if i == lo:
