@@ -102,8 +102,9 @@ def is_normalized(text: str) -> bool:
     return isinstance(text, str) and _NORMALIZED.fullmatch(text) is not None
 
 
-def fast_path_reason(model: Any, text: str) -> str:
-    """Why ``text`` cannot take the fast path with ``model`` ('' if it can)."""
+def fast_path_reason(model: Any, text: str, *, normalized: bool | None = None) -> str:
+    """Why ``text`` cannot take the fast path with ``model`` ('' if it can); ``normalized``:
+    :func:`is_normalized` of ``text`` when the caller has it."""
     if not isinstance(model, Pretrained):
         return "model is a plain classifier_fn, not an attnxai.Pretrained"
     if not isinstance(model.model, AttentionClassifier):
@@ -111,7 +112,7 @@ def fast_path_reason(model: Any, text: str) -> str:
                 f"{type(model.model).__name__}")
     if getattr(model.model, "skip", False):
         return "the fast path is derived for the model without the skip connection (skip=True)"
-    if not is_normalized(text):
+    if not (is_normalized(text) if normalized is None else normalized):
         return "text is not in normalize_for_lime's form (lowercase [0-9a-z] tokens, single spaces)"
     return ""
 
@@ -170,14 +171,18 @@ class Problem:
         if self.target < 0:
             raise ValueError(f"target must be a class index (an int >= 0), got {self.target}")
         pre = model if isinstance(model, Pretrained) else None
+        normalized = is_normalized(text)
+        # a normalised text's tokens are its words (no need for the regex tokenizer)
+        tokens = text.split(" ") if normalized else None
         if pre is None and not callable(model):
             raise TypeError("model must be an attnxai.Pretrained or a classifier_fn(list[str]) -> "
                             f"(n, n_classes) array, got {type(model).__name__}")
         if pre is not None:
             self.target = validate.target(target, pre.model.n_classes)
             limit = pre.model.max_len - 1
-            # normalised text: its tokens are its words (no need for the regex tokenizer)
-            n_tok = len(text.split(" ")) if is_normalized(text) else len(tokenize(text))
+            if tokens is None:
+                tokens = tokenize(text)
+            n_tok = len(tokens)
             if n_tok > limit:
                 raise ValueError(
                     f"text has {n_tok} tokens but the model reads at most {limit} (plus [CLS]): "
@@ -189,17 +194,16 @@ class Problem:
             # A text none of whose words the model knows (non-Latin script, invented words) is read
             # as UNK tokens only: refused, since LIME would explain noise (bow=False: replacing UNK
             # by UNK changes nothing, coefficients ~1e-16) or the count of UNK tokens (bow=True).
-            pre.vocab.check_known(text.split(" ") if is_normalized(text) else tokenize(text),
-                                  text)
+            pre.vocab.check_known(tokens, text)
             if not self.bow:
                 check_mask_string(pre, mask_string)
-        reason = fast_path_reason(model, text)
+        reason = fast_path_reason(model, text, normalized=normalized)
         if path == "fast" and reason:
             raise ValueError(f"path='fast' is not possible: {reason}")
         self.path = "generic" if (path == "generic" or reason) else "fast"
         self.reason = "path='generic' requested" if path == "generic" else reason
         if self.path == "fast":
-            self._fast(pre, text, path)
+            self._fast(pre, tokens, path)
         if self.path == "generic":
             from lime.lime_text import IndexedString
 
@@ -209,8 +213,8 @@ class Problem:
             if not self.words:
                 raise ValueError(f"lime finds no word in {text[:40]!r}: nothing to explain")
 
-    def _fast(self, pre: Pretrained, text: str, path: str) -> None:
-        tokens = text.split(" ")                # normalised: lime's words are the model's tokens
+    def _fast(self, pre: Pretrained, tokens: list[str], path: str) -> None:
+        # the text is normalised: lime's words are the model's tokens
         ids = np.asarray([pre.vocab.cls_id] + pre.vocab.lookup(tokens), dtype=np.int64)
         tab = projections(pre.model).document(ids, self.target)
         if self.bow:
