@@ -31,27 +31,28 @@ It prints one row per review and mode, then per mode the median and range over t
 lime is shown (the model runs in float64, so both compute the same numbers); the exit status is 1
 if a coefficient differs by more than 1e-8. ``--numpy`` also times the numpy twins of the loops.
 
-Measured 2026-12-02, commit d614654 (the deletion sums and ``X^T W X`` as LLVM vectors, the
-projections kept per model), ``--reviews 10 --profile paper`` (``paper-b287d8a53a883860``), on a
-2-core AMD EPYC (Zen 4, AVX-512) virtual machine shared with two other engineers' jobs (load
-average 2.0 to 4.0 during the runs; the absolute times move with it by a third, the ratios less),
-three runs of the same code::
+Measured 2026-12-02, commit 8524a8a (the prediction from the first sample's output instead of a
+second float64 pass over the document, ``X^T W X`` eight rows a call, the sampling loops without
+numba's negative-index tests, a word's four flags in one store), ``--reviews 10 --profile paper``
+(``paper-b287d8a53a883860``), on a 2-core AMD EPYC (Zen 4, AVX-512) virtual machine shared with
+another engineer's job (load average 3.2 to 4.1 during the runs), three runs of the same code, the
+first's summary::
 
-      bow=True : lime / fast 205 [139, 238] (wall time: 208 [110, 323]); fast / floor 2.23 [2.10, 2.43]; fast 9.16 ms, lime 1.92 s
-          setup 1.42 (15%), sample 2.91 (32%), weights 0.07 (1%), outputs 2.56 (28%), normal 0.96 (11%), solve 0.35 (4%), other 1.09 (12%)
-          the stream's words alone 0.26 ms (numpy's random_raw 3.57 ms); sampling takes 11.0x that; the dense Gram product 5.45 ms = 5.7x the count-based normal equations
-      bow=False: lime / fast 288 [216, 347] (wall time: 278 [221, 489]); fast / floor 1.82 [1.75, 2.05]; fast 14.14 ms, lime 4.33 s
-          setup 1.65 (12%), sample 4.42 (31%), weights 0.10 (1%), outputs 3.32 (23%), normal 3.23 (23%), solve 0.89 (6%), other 1.17 (8%)
-          the stream's words alone 0.44 ms (numpy's random_raw 5.66 ms); sampling takes 10.1x that; the dense Gram product 11.67 ms = 3.6x the count-based normal equations
+      bow=True : lime / fast 256 [225, 413] (wall time: 268 [219, 298]); fast / floor 1.84 [1.58, 2.21]; fast 8.73 ms, lime 2.12 s
+          setup 0.94 (11%), sample 2.58 (30%), weights 0.08 (1%), outputs 3.10 (35%), normal 0.82 (9%), solve 0.44 (5%), other 0.61 (7%)
+          the stream's words alone 0.30 ms (numpy's random_raw 4.19 ms); sampling takes 8.6x that; the dense Gram product 5.99 ms = 7.3x the count-based normal equations
+      bow=False: lime / fast 351 [312, 391] (wall time: 367 [327, 416]); fast / floor 1.65 [1.44, 1.79]; fast 12.25 ms, lime 4.10 s
+          setup 0.97 (8%), sample 3.63 (30%), weights 0.10 (1%), outputs 3.72 (30%), normal 2.42 (20%), solve 0.88 (7%), other 0.60 (5%)
+          the stream's words alone 0.46 ms (numpy's random_raw 6.58 ms); sampling takes 7.8x that; the dense Gram product 11.69 ms = 4.8x the count-based normal equations
 
-and in the two other runs ``bow=True`` 186 [130, 248] and 191 [153, 244], ``bow=False`` 256
-[219, 316] and 278 [231, 331]; every coefficient equal to lime's to 3.0e-14. Before (commit
-9c84381, load average 0.4): ``bow=True`` 165 [137, 226], fast 13.94 ms (outputs 5.14 ms,
-sample 3.47, setup 2.07), ``bow=False`` 256 [230, 267]. Deletion's 200x is reached in one run
-of three: its time is now mostly lime's random stream (11x the time of generating the words it
-consumes: each draw's test ``i -= v <= i`` is a dependency chain of about 3 cycles, measured
-alone) and the model on the masks (4 samples x 255 tokens at a time: about 5 cycles per sample
-and token, against 3 for its vector multiplications alone).
+and in the two other runs ``bow=True`` 250 [200, 313] and 283 [242, 364] (fast / floor 1.83 and
+1.91), ``bow=False`` 347 [335, 412] and 355 [308, 416] (1.66, 1.64); every coefficient equal to
+lime's to 3.0e-14. Before (commit d614654, load average 2.0 to 4.0): ``bow=True`` 205, 186 and 191
+(ranges 130 to 248), fast / floor 2.23, ``bow=False`` 256 to 288. Deletion's time is now mostly
+the model on the masks (4 samples x 255 tokens at a time, every token visited, a dropped one's
+terms added as zeros: near the vector units' throughput, measured with 8 samples a group slower)
+and lime's random stream (8.6x the time of generating the words it consumes: each draw's test
+``i -= v <= i`` is a dependency chain, and the kept draws swap through the permutation).
 """
 
 from __future__ import annotations
