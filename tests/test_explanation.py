@@ -281,3 +281,23 @@ def test_game_values_settings(pre):
             attnxai.explain(pre, text, ["Shapley (delete)"], settings={"Shapley (delete)": bad})
     with pytest.raises(ValueError, match="tol"):
         attnxai.explain(pre, text, ["IG"], settings={"IG": {"tol": -1.0}})
+
+
+def test_game_values_certified_by_settings(pre):
+    """positions='sampled' reaches the deletion games through the registry (the faithfulness
+    study's --set): the same numbers as theory's, and within a few standard errors of the exact
+    route on a text with repeated words."""
+    text = tiny_text(20, seed=3, unknown=False)
+    assert len(set(text.split())) < len(text.split())              # words repeat
+    ex = attnxai.explain(pre, text, ["Shapley (delete)", "Banzhaf (delete)"],
+                         settings={"Shapley (delete)": {"positions": "sampled"},
+                                   "Banzhaf (delete)": {"positions": "sampled"}})
+    for name, fn, value in (("Shapley (delete)", theory.shapley, "shapley"),
+                            ("Banzhaf (delete)", theory.banzhaf, "banzhaf")):
+        got = ex.word_scores[name]
+        np.testing.assert_array_equal(got, fn(pre, text, positions="sampled"))
+        est = theory.deletion_game(pre, text, value, route="sampled")
+        exact = theory.deletion_game(pre, text, value, route="exact")
+        assert est.route == "sampled" and exact.route == "exact"
+        np.testing.assert_allclose(got, est.values, rtol=0, atol=1e-12)
+        assert np.max(np.abs(got - exact.values) / est.stderr) < 5

@@ -39,8 +39,8 @@ from .limit_settings import LimitSettings
 from .model.textmodel import Pretrained
 from .words import Words
 
-__all__ = ["ALL_METHODS", "DEFAULT_SEED", "Document", "EXTRA_METHODS", "GAME_METHODS", "LEVELS",
-           "METHODS", "Method", "PAPER_METHODS", "SHARED", "AttentionSettings", "BanzhafSettings",
+__all__ = ["ALL_METHODS", "DEFAULT_SEED", "DELETION_POSITIONS", "Document", "EXTRA_METHODS",
+           "GAME_METHODS", "LEVELS", "METHODS", "Method", "PAPER_METHODS", "SHARED", "AttentionSettings", "BanzhafSettings",
            "IGSettings", "LimeSettings", "LimitSettings", "NoSettings", "RandomSettings",
            "ShapleySettings", "SmoothGradSettings", "parse_settings", "study_records",
            "study_settings"]
@@ -172,12 +172,19 @@ def _optional_positive(value, name):
         validate.positive_int(value, name)
 
 
+#: The deletion games' ``positions`` a method's settings may ask for: the exact route, its certified
+#: estimate (``"sampled"``, to a relative standard error of 1e-2,
+#: :mod:`attnxai.theory.deletion_routes`) or the binomial approximation.
+DELETION_POSITIONS = ("exact", "sampled", "binomial")
+
+
 @dataclass(frozen=True)
 class ShapleySettings:
     """The closed form of the Shapley values (:func:`attnxai.theory.shapley`): ``method``
     (``"chain"``, exact in ``p``, or ``"gauss"``), ``n_nodes`` (Gauss-Legendre nodes), ``ksub``
-    (the lambda rule's steps per octave) and, for deletion, ``positions`` (``"exact"`` or
-    ``"binomial"``); each None for the function's own default (chapter 9 measures them)."""
+    (the lambda rule's steps per octave) and, for deletion, ``positions`` (one of
+    :data:`DELETION_POSITIONS`); each None for the function's own default (chapter 9 measures
+    them)."""
 
     method: str | None = None
     n_nodes: int | None = None
@@ -188,7 +195,7 @@ class ShapleySettings:
         if self.method is not None:
             validate.choice(self.method, "method", ("chain", "gauss"))
         if self.positions is not None:
-            validate.choice(self.positions, "positions", ("exact", "binomial"))
+            validate.choice(self.positions, "positions", DELETION_POSITIONS)
         _optional_positive(self.n_nodes, "n_nodes")
         _optional_positive(self.ksub, "ksub")
 
@@ -206,7 +213,7 @@ class BanzhafSettings:
 
     def __post_init__(self):
         if self.positions is not None:
-            validate.choice(self.positions, "positions", ("exact", "binomial"))
+            validate.choice(self.positions, "positions", DELETION_POSITIONS)
         _optional_positive(self.ksub, "ksub")
 
     def kwargs(self) -> dict[str, Any]:
