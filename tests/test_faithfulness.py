@@ -544,6 +544,41 @@ def test_summary_script_keeps_both_tie_orders(small_run, tmp_path, monkeypatch):
     assert XF.metric_column("LIME", "delete", "comprehensiveness", "positive", "ferret") in R
 
 
+def test_paired_deletion_summary_is_the_paired_difference(quick_model, tmp_path, monkeypatch):
+    """make_faithfulness_summary.py --paired-deletion: the deletion games' study with the binomial
+    positions and with the certified values (the registry's --set), on the same reviews; the
+    difference is the mean of the per-review differences, and folders of other reviews are
+    refused."""
+    from conftest import load_script
+
+    games = "Shapley (delete),Banzhaf (delete)"
+    sampled = {"Shapley (delete)": {"positions": "sampled"},
+               "Banzhaf (delete)": {"positions": "sampled"}}
+    folders = {}
+    for name, settings in (("binomial", None), ("sampled", sampled)):
+        folders[name] = tmp_path / name
+        XF.run_faithfulness(folders[name], profile="quick", reviews=2, methods=games,
+                            settings=settings, progress=False)
+    script = load_script("book/data/make_faithfulness_summary.py")
+    monkeypatch.setattr("sys.argv", ["make_faithfulness_summary.py", "--paired-deletion",
+                                     str(folders["binomial"]), str(folders["sampled"]), "--out",
+                                     str(tmp_path), "--n-boot", "50"])
+    script.main()
+    T = pd.read_csv(tmp_path / "faithfulness_deletion_routes.csv", comment="#")
+    assert set(T.method) == set(games.split(",")) and (T.n == 2).all()
+    a, b = (load_results(folders[k], keys=("test_index",), sort=("rank",))
+            for k in ("binomial", "sampled"))
+    col = XF.metric_column("Banzhaf (delete)", "delete", "comprehensiveness", "positive")
+    row = T[(T.method == "Banzhaf (delete)") & (T.perturbation == "delete")
+            & (T.selection == "positive") & (T.metric == "comprehensiveness")].iloc[0]
+    assert row.difference == pytest.approx((b[col] - a[col]).mean(), rel=1e-4, abs=1e-9)
+    assert row.ci_low <= row.difference <= row.ci_high
+    assert any(not np.allclose(x, y) for x, y in zip(a["scores__Banzhaf (delete)"],
+                                                    b["scores__Banzhaf (delete)"]))
+    with pytest.raises(ValueError, match="different reviews"):
+        script.paired_deletion(a, b.iloc[:1], 50)
+
+
 def test_study_explaining_the_predicted_class(quick_model, tmp_path):
     out = tmp_path / "pred"
     XF.run_faithfulness(out, profile="quick", reviews=3, num_samples=100, target="predicted",

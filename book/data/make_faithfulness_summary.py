@@ -21,6 +21,14 @@ setting: ``--target 1``, ``--target predicted``). Writes, in ``book/data/``:
   comprehensiveness (positive rule, both tie orders) and tau-LOO, for the chapter's own (paired)
   comparisons.
 
+With ``--paired-deletion BINOMIAL SAMPLED`` instead (two results folders of the deletion games
+on the same reviews, ``--methods "Shapley (delete),Banzhaf (delete)"``, the second with
+``--set "Shapley (delete).positions=sampled" --set "Banzhaf (delete).positions=sampled"``), it
+writes only ``faithfulness_deletion_routes.csv``: per method, perturbation, selection and metric
+(the AOPC measures, the curves' areas, tau-LOO), the mean with the binomial positions, with the
+certified values, and their paired difference (certified minus binomial) with its 95 % bootstrap
+interval over reviews.
+
 Every file starts with ``#`` lines (read with ``pandas.read_csv(..., comment="#")``): the commands
 that ran, the git commit of the code and whether it had uncommitted changes (from the folder's
 run log, :func:`attnxai.experiment.runs_header`), the settings (``_meta.json``), the wall time
@@ -72,12 +80,46 @@ def _attention_signs(df, n_boot: int):
     return pd.DataFrame(rows)
 
 
+def paired_deletion(binomial, sampled, n_boot: int):
+    """The deletion games' faithfulness with either positions, paired by review (module
+    docstring): a DataFrame, one row per method, perturbation, selection and metric."""
+    import numpy as np
+    import pandas as pd
+
+    from attnxai.experiment import faithfulness as XF
+    from attnxai.perturbation import DEFAULT_SELECTIONS, PERTURBATIONS
+
+    if list(binomial["test_index"]) != list(sampled["test_index"]):
+        raise ValueError("--paired-deletion: the two folders hold different reviews (run both "
+                         "with the same --reviews)")
+    methods = [c[len("scores__"):] for c in binomial.columns if c.startswith("scores__")]
+    rows = []
+    for m in methods:
+        if f"scores__{m}" not in sampled:
+            raise ValueError(f"--paired-deletion: {m} is not in the second folder")
+        for pert in PERTURBATIONS:
+            cols = [(sel, metric, XF.metric_column(m, pert, metric, sel))
+                    for sel in DEFAULT_SELECTIONS for metric in XF.SUMMARY_METRICS]
+            cols.append(("-", "tau_loo", XF.metric_column(m, pert, "tau_loo")))
+            for sel, metric, col in cols:
+                a, b = binomial[col].to_numpy(float), sampled[col].to_numpy(float)
+                mean, lo, hi = XF.bootstrap_means(np.stack([a, b, b - a], axis=1),
+                                                  n_boot=n_boot, seed=0)
+                rows.append({"method": m, "perturbation": pert, "selection": sel,
+                             "metric": metric, "n": int(np.isfinite(b - a).sum()),
+                             "binomial": mean[0], "certified": mean[1], "difference": mean[2],
+                             "ci_low": lo[2], "ci_high": hi[2]})
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     from attnxai.experiment import load_results, write_summary
     from attnxai.experiment import faithfulness as XF
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", nargs="+", help="results folders (first: explained class 1)")
+    ap.add_argument("results", nargs="*", help="results folders (first: explained class 1)")
+    ap.add_argument("--paired-deletion", nargs=2, metavar=("BINOMIAL", "SAMPLED"), default=None,
+                    help="two results folders of the deletion games (module docstring)")
     ap.add_argument("--out", default=str(HERE))
     ap.add_argument("--n-boot", type=int, default=2000)
     ap.add_argument("--note", action="append", default=[],
@@ -85,6 +127,18 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.paired_deletion:
+        folders = [Path(f) for f in args.paired_deletion]
+        frames = [load_results(f, keys=("test_index",), sort=("rank",)) for f in folders]
+        header = _header(folders[0], frames[0]) + _header(folders[1], frames[1])
+        header += [f"# note: {n}" for n in args.note]
+        header.append(f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}")
+        frame = paired_deletion(*frames, args.n_boot)
+        path = write_summary(out / "faithfulness_deletion_routes.csv", header, frame, "%.5g")
+        print(f"wrote {path} ({len(frame)} rows)")
+        return
+    if not args.results:
+        ap.error("give the results folders (or --paired-deletion BINOMIAL SAMPLED)")
     header, summ, curves, agree = [], [], [], []
     first = None
     for folder in map(Path, args.results):
