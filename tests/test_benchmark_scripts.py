@@ -78,3 +78,29 @@ def test_every_mutant_still_applies_to_the_source():
              if (src / m.file).read_text().count(m.before) != 1}
     assert not stale, f"mutants whose expression is not once in its file: {stale}"
     assert len({m.id for m in mutation.MUTANTS}) == len(mutation.MUTANTS)
+
+
+def test_full_review_rows_resume_from_their_part_file(tmp_path, quick_model64, imdb):
+    """make_deletion_errors keeps each full review's rows as it finishes: a rerun with the same
+    part file recomputes nothing it holds (the rows come back equal), a longer run computes only
+    the new reviews, and another tolerance is not taken from it."""
+    mod = load_script("book/data/make_deletion_errors.py")
+    part = tmp_path / "part.jsonl"
+    rows = mod.full_review_rows(quick_model64, imdb, 2, 0.2, 1, part)
+    assert len(part.read_text().splitlines()) == 2
+    assert [r["value"] for r in rows] == ["LIME", "Shapley", "Banzhaf"] * 2
+    assert all(r["reference_converged"] and r["reference_rel_se"] <= 0.2
+               and r["reference_evaluations"] > 0 and r["reference_cpu_s"] > 0 for r in rows)
+    calls = []
+    real = mod.full_review_row
+
+    def counted(pre, text, i, tol):
+        calls.append(i)
+        return real(pre, text, i, tol)
+
+    mod.full_review_row = counted
+    assert mod.full_review_rows(quick_model64, imdb, 2, 0.2, 1, part) == rows and calls == []
+    more = mod.full_review_rows(quick_model64, imdb, 3, 0.2, 1, part)
+    assert calls == [2] and more[:6] == rows and len(more) == 9
+    mod.full_review_rows(quick_model64, imdb, 1, 0.3, 1, part)
+    assert calls == [2, 0]

@@ -11,7 +11,8 @@ exact route's regime map on real reviews. Writes, in ``book/data/``:
   beginnings`` (the first ``--tokens`` tokens of the first ``--reviews`` test reviews in the
   book's order, normalised); ``trained model, full reviews`` (the first ``--full-reviews``
   full-length test reviews, against the certified route to ``--tol``, whose own stated error
-  is in ``reference_rel_se``: the exact route cannot reach them; for Shapley also the efficiency
+  is in ``reference_rel_se`` and its cost in ``reference_cpu_s`` (CPU seconds, one thread) and
+  ``reference_evaluations``: the exact route cannot reach them; for Shapley also the efficiency
   gap ``|sum phi - (v(all) - v(empty))| / max(1, |logit|)`` of both; and, for every value, the
   paper's agreement measure with attention (Spearman's rho of the absolute values against
   alpha-avg's word scores) on either values).
@@ -21,9 +22,10 @@ exact route's regime map on real reviews. Writes, in ``book/data/``:
   occurrence behind, last ahead), and the exact route's cost in chain cells.
 
     python book/data/make_deletion_errors.py [--profile paper] [--reviews 20] [--tokens 50]
-        [--regime 3000] [--full-reviews 50] [--tol 1e-2]
+        [--regime 3000] [--full-reviews 1000] [--tol 1e-2] [--jobs 2]
 
-One thread. Every file starts with ``#`` lines: the command, the code, the wall time.
+One thread per process (``--jobs`` processes for the full reviews, which take about 5 s each;
+their rows are kept as they finish, so an interrupted run resumes). Every file starts with ``#`` lines: the command, the code, the wall time.
 """
 
 from __future__ import annotations
@@ -101,45 +103,113 @@ def trained_rows(pre, data, n_reviews: int, n_tokens: int) -> list[dict]:
     return rows
 
 
-def full_review_rows(pre, data, n_reviews: int, tol: float) -> list[dict]:
-    """The binomial positions on the first ``n_reviews`` full-length test reviews (255 tokens),
-    where the exact route is out of reach, against the certified route (``route="sampled"`` to a
-    relative standard error ``tol``; its stated error is in ``reference_rel_se``)."""
+def full_review_row(pre, text: str, i: int, tol: float) -> list[dict]:
+    """The binomial positions on one full-length review (255 tokens), where the exact route is
+    out of reach, against the certified route (``route="sampled"`` to a relative standard error
+    ``tol``, seed ``i``; its stated error is in ``reference_rel_se``, its CPU seconds in
+    ``reference_cpu_s``)."""
     import numpy as np
     from scipy.stats import spearmanr
 
     import attnxai
     from attnxai import theory
-    from attnxai.experiment.lime_corpus import full_length_reviews
-
     from attnxai.theory import shapley_values as sv
     from attnxai.theory.lime_inputs import resolve, tables
 
+    model, ids, _ = resolve(pre, text, True, None)
+    full, empty = sv.endpoint_values(tables(model, ids, 1), "delete")
+    span = float((full - empty).mean())              # v(all) - v(empty), the logit's
+    scale = max(1.0, abs(float(full.mean())))
+    attention = np.abs(attnxai.explain(pre, text, ["alpha-avg"]).word_scores["alpha-avg"])
+    approx = {"LIME": theory.lime_limit(pre, text, bow=True, positions="binomial"),
+              "Shapley": theory.shapley(pre, text, bow=True, positions="binomial"),
+              "Banzhaf": theory.banzhaf(pre, text, bow=True, positions="binomial")}
     rows = []
-    for i, text in enumerate(full_length_reviews(data, n_reviews, pre.model.max_len)):
-        model, ids, _ = resolve(pre, text, True, None)
-        full, empty = sv.endpoint_values(tables(model, ids, 1), "delete")
-        span = float((full - empty).mean())              # v(all) - v(empty), the logit's
-        scale = max(1.0, abs(float(full.mean())))
-        attention = np.abs(attnxai.explain(pre, text, ["alpha-avg"]).word_scores["alpha-avg"])
-        approx = {"LIME": theory.lime_limit(pre, text, bow=True, positions="binomial"),
-                  "Shapley": theory.shapley(pre, text, bow=True, positions="binomial"),
-                  "Banzhaf": theory.banzhaf(pre, text, bow=True, positions="binomial")}
-        for value, a in approx.items():
-            ref = theory.deletion_game(pre, text, value.lower(), route="sampled", tol=tol, seed=i)
-            rows.append({"population": "trained model, full reviews",
-                         "doc": f"full-length test review {i}", "d": ref.values.size,
-                         "n_repeated": ref.n_repeated, "tokens": len(text.split(" ")),
-                         "value": value, "approximation": "binomial positions",
-                         "rel_error": _rel(a, ref.values), "reference_rel_se": ref.rel_error,
-                         # the paper's agreement measure with attention, on either values
-                         "attention_spearman_abs": spearmanr(attention, np.abs(a))[0],
-                         "reference_attention_spearman_abs":
-                             spearmanr(attention, np.abs(ref.values))[0],
-                         **({"efficiency_gap": abs(float(a.sum()) - span) / scale,
-                             "reference_efficiency_gap": abs(float(ref.values.sum()) - span)
-                             / scale} if value == "Shapley" else {})})
+    for value, a in approx.items():
+        c0 = time.process_time()
+        ref = theory.deletion_game(pre, text, value.lower(), route="sampled", tol=tol, seed=i)
+        cpu_s = time.process_time() - c0
+        rows.append({"population": "trained model, full reviews",
+                     "doc": f"full-length test review {i}", "d": ref.values.size,
+                     "n_repeated": ref.n_repeated, "tokens": len(text.split(" ")),
+                     "value": value, "approximation": "binomial positions",
+                     "rel_error": _rel(a, ref.values), "reference_rel_se": ref.rel_error,
+                     "reference_converged": ref.converged,
+                     "reference_evaluations": ref.evaluations, "reference_cpu_s": cpu_s,
+                     # the paper's agreement measure with attention, on either values
+                     "attention_spearman_abs": spearmanr(attention, np.abs(a))[0],
+                     "reference_attention_spearman_abs":
+                         spearmanr(attention, np.abs(ref.values))[0],
+                     **({"efficiency_gap": abs(float(a.sum()) - span) / scale,
+                         "reference_efficiency_gap": abs(float(ref.values.sum()) - span)
+                         / scale} if value == "Shapley" else {})})
     return rows
+
+
+_WORKER: dict = {}
+
+
+def _init_worker(path: str) -> None:
+    """A worker process: the model in float64, as the parent holds it."""
+    import torch
+
+    import attnxai
+
+    _WORKER["pre"] = attnxai.load(path, dtype=torch.float64)
+
+
+def _worker_rows(job: tuple[int, str, float]) -> tuple[int, list[dict]]:
+    from attnxai.threads import single_threaded
+
+    i, text, tol = job
+    with single_threaded():
+        return i, full_review_row(_WORKER["pre"], text, i, tol)
+
+
+def full_review_rows(pre, data, n_reviews: int, tol: float, jobs: int = 1,
+                     part: Path | None = None) -> list[dict]:
+    """:func:`full_review_row` on the first ``n_reviews`` full-length test reviews, in ``jobs``
+    processes (each row's numbers do not depend on which process made it: one thread, seed
+    ``i``). Rows are appended to ``part`` (JSON lines) as reviews finish, and a rerun with the
+    same ``part`` skips the reviews already there."""
+    import json
+
+    from tqdm.auto import tqdm
+
+    from attnxai.experiment.lime_corpus import full_length_reviews
+
+    texts = full_length_reviews(data, n_reviews, pre.model.max_len)
+    done: dict[int, list[dict]] = {}
+    if part is not None and part.exists():
+        for line in part.read_text().splitlines():
+            rec = json.loads(line)
+            if rec["tol"] == tol:
+                done[rec["i"]] = rec["rows"]
+    todo = [(i, t, tol) for i, t in enumerate(texts) if i not in done]
+
+    def keep(i: int, rows: list[dict]) -> None:
+        done[i] = rows
+        if part is not None:
+            with open(part, "a") as fh:
+                fh.write(json.dumps({"i": i, "tol": tol, "rows": rows}) + "\n")
+
+    bar = tqdm(total=len(texts), initial=len(texts) - len(todo), desc="full reviews",
+               file=sys.stderr)
+    if jobs == 1:
+        for i, text, _ in todo:
+            keep(i, full_review_row(pre, text, i, tol))
+            bar.update()
+    elif todo:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_init_worker, initargs=(str(pre.path),)) as ex:
+            for i, rows in ex.map(_worker_rows, todo, chunksize=1):
+                keep(i, rows)
+                bar.update()
+    bar.close()
+    return [row for i in sorted(done) for row in done[i]]
 
 
 def open_words(tokens: list[str]) -> int:
@@ -177,14 +247,14 @@ def regime_rows(pre, data, n: int) -> list[dict]:
     return rows
 
 
-def write(path: Path, rows: list[dict], argv: list[str], seconds: float) -> None:
+def write(path: Path, rows: list[dict], argv: list[str], seconds: float, code: str) -> None:
+    """``rows`` as CSV with a ``#`` header: the command, ``code`` (the code's label when the run
+    started: a long run must not take the label of commits made while it ran) and the wall time."""
     import pandas as pd
-
-    from attnxai.store.provenance import code_label
 
     with open(path, "w") as fh:
         fh.write(f"# python book/data/make_deletion_errors.py {' '.join(argv)}\n")
-        fh.write(f"# code: {code_label()}\n# wall seconds: {seconds:.0f}\n")
+        fh.write(f"# code: {code}\n# wall seconds: {seconds:.0f}\n")
         pd.DataFrame(rows).to_csv(fh, index=False)
 
 
@@ -195,27 +265,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reviews", type=int, default=20)
     ap.add_argument("--tokens", type=int, default=50)
     ap.add_argument("--regime", type=int, default=3000)
-    ap.add_argument("--full-reviews", type=int, default=50,
+    ap.add_argument("--full-reviews", type=int, default=1000,
                     help="full-length reviews measured against the sampled route")
     ap.add_argument("--tol", type=float, default=1e-2, help="the sampled reference's tolerance")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="processes for the full reviews (one thread each)")
+    ap.add_argument("--part", type=Path, default=None,
+                    help="JSON-lines file the full reviews' rows are kept in as they finish; "
+                         "a rerun with it resumes (default: in attnxai's cache)")
     ap.add_argument("--out", type=Path, default=HERE)
     args = ap.parse_args(argv)
     import torch
 
     import attnxai
+    from attnxai.store.provenance import code_label
     from attnxai.threads import single_threaded
 
+    code = code_label()
     with single_threaded():
         pre = attnxai.load(attnxai.pretrained(args.profile, progress=False).path,
                            dtype=torch.float64)
         data = attnxai.load_imdb()
         t0 = time.time()
         write(args.out / "deletion_regime.csv", regime_rows(pre, data, args.regime), argv,
-              time.time() - t0)
+              time.time() - t0, code)
         t0 = time.time()
+        part = args.part or attnxai.data.cache_dir() / "deletion_full_reviews.part.jsonl"
         rows = (random_rows() + trained_rows(pre, data, args.reviews, args.tokens)
-                + full_review_rows(pre, data, args.full_reviews, args.tol))
-        write(args.out / "deletion_errors.csv", rows, argv, time.time() - t0)
+                + full_review_rows(pre, data, args.full_reviews, args.tol, args.jobs, part))
+        write(args.out / "deletion_errors.csv", rows, argv, time.time() - t0, code)
     return 0
 
 

@@ -14,13 +14,15 @@ given which repeated words are kept, the chain over positions is exact over the 
   is at most ``tol`` times the values' norm, or at ``max_evals`` evaluations (the result says
   so).
 
-**What it costs on full reviews** (``benchmarks/bench_deletion_sampled.py``, the paper model's
-first 50 full-length test reviews, one thread, ``book/data/deletion_sampled.csv``,
-:data:`SAMPLED_COST`): to a relative standard error of 1e-2, median 1.95 s for the Shapley
-values (0.72 to 5.78), 0.98 s for Banzhaf, 2.48 s for LIME's limit; 1e-3 would cost a hundred times
-as much (extrapolated: the error falls as 1 / sqrt(draws)). shap's permutation explainer took 10 to 12 s to reach 1e-2 on the same game (2
-reviews): the sampled route is about 5 times faster at the same error, and 1e-3 is 20 times
-slower than shap at 1e-2. LIME's limit certified to lime's own noise at n = 200,000 took 0.36
+**What it costs on full reviews** (the paper model's first 1,000 full-length test reviews, one
+thread, CPU time, ``book/data/deletion_errors.csv`` by ``book/data/make_deletion_errors.py``,
+:data:`SAMPLED_COST`): to a relative standard error of 1e-2, median 1.87 s for the Shapley
+values (at most 4.73), 0.86 s for Banzhaf, 2.19 s for LIME's limit; 1e-3 would cost a hundred
+times as much (extrapolated: the error falls as 1 / sqrt(draws)). On the first 50 of them
+(``benchmarks/bench_deletion_sampled.py``, ``book/data/deletion_sampled.csv``), shap's
+permutation explainer took 10 to 12 s to reach 1e-2 on the same game (2 reviews): the sampled
+route is about 5 times faster at the same error, and 1e-3 is 20 times slower than shap at 1e-2.
+LIME's limit certified to lime's own noise at n = 200,000 took 0.36
 to 0.93 (median 0.65) of one lime run at n = 5000. The control variate cuts the draws 3 to 28
 fold (median 5.8 Shapley, 12.9 Banzhaf, 3.6 LIME). Why it is not faster, as far as we can
 tell (not measured by a committed script): the game is rough in the positions (a kept token's
@@ -68,24 +70,24 @@ MAX_EVALS = 10_000_000
 #: median and worst: ``{value: {population: (median, worst, documents)}}``
 #: (``book/data/deletion_errors.csv``, made by ``book/data/make_deletion_errors.py`` with the
 #: paper model; ``tests/test_theory_deletion_exact.py`` checks these against it). Against the
-#: exact route, except on the trained model's full reviews (its first 50 full-length test
+#: exact route, except on the trained model's full reviews (its first 1,000 full-length test
 #: reviews), which are beyond it: there against the sampled route to a relative standard error
 #: of 1e-2, whose own error is part of what is measured.
 BINOMIAL_ERRORS: dict[str, dict[str, tuple[float, float, int]]] = {
     "LIME": {
-        "trained model, full reviews": (0.033, 0.082, 50),
+        "trained model, full reviews": (0.031, 0.122, 1000),
         "trained model, review beginnings": (0.034, 0.058, 20),
         "random models": (0.113, 0.590, 32),
         "random models, position-heavy": (0.287, 0.854, 32),
     },
     "Shapley": {
-        "trained model, full reviews": (0.027, 0.065, 50),
+        "trained model, full reviews": (0.024, 0.080, 1000),
         "trained model, review beginnings": (0.020, 0.050, 20),
         "random models": (0.061, 0.384, 32),
         "random models, position-heavy": (0.190, 0.608, 32),
     },
     "Banzhaf": {
-        "trained model, full reviews": (0.097, 0.234, 50),
+        "trained model, full reviews": (0.090, 0.327, 1000),
         "trained model, review beginnings": (0.043, 0.106, 20),
         "random models": (0.081, 0.531, 32),
         "random models, position-heavy": (0.329, 1.265, 32),
@@ -93,15 +95,15 @@ BINOMIAL_ERRORS: dict[str, dict[str, tuple[float, float, int]]] = {
 }
 
 
-#: What the sampled route cost on the paper model's full-length test reviews
-#: (``book/data/deletion_sampled.csv``, ``benchmarks/bench_deletion_sampled.py``, one thread):
+#: What the sampled route cost on the paper model's first 1,000 full-length test reviews
+#: (``book/data/deletion_errors.csv``, ``book/data/make_deletion_errors.py``, one thread):
 #: ``{value: (median CPU seconds to a relative standard error of 1e-2, the largest, median
 #: evaluations, reviews)}``; 1e-3 costs a hundred times as much (the error falls as
 #: ``1 / sqrt(evaluations)``). ``tests/test_theory_deletion_exact.py`` checks these against the file.
 SAMPLED_COST: dict[str, tuple[float, float, float, int]] = {
-    "Shapley": (1.95, 5.78, 1003522.0, 50),
-    "Banzhaf": (0.98, 2.64, 315394.0, 50),
-    "LIME": (2.48, 9.43, 813058.0, 50),
+    "Shapley": (1.87, 4.73, 1038338.0, 1000),
+    "Banzhaf": (0.86, 3.25, 299010.0, 1000),
+    "LIME": (2.19, 7.22, 839682.0, 1000),
 }
 
 
