@@ -372,3 +372,8 @@ def test_the_sampled_cost_quoted_is_the_committed_measurement():
         assert worst == pytest.approx(rows["reference_cpu_s"].max(), abs=0.05)
         assert evals == pytest.approx(rows["reference_evaluations"].median(), rel=1e-3)
     assert "1e-2" in dr.sampled_cost_text("Shapley")
+    # the README quotes the same numbers
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    for value, where in (("Shapley", "for the Shapley values"), ("Banzhaf", "for Banzhaf"),
+                         ("LIME", "for LIME's limit")):
+        assert f"{dr.SAMPLED_COST[value][0]:.2f} s {where}" in readme, value
