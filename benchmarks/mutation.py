@@ -72,7 +72,8 @@ PROPERTIES = ("tests/test_properties.py",)
 SAMPLED = tuple(f"tests/test_theory_deletion_exact.py::test_{t}" for t in (
     "sampled_route_scatters_around_the_enumeration_as_its_standard_errors_say",
     "sampled_route_pools_to_the_truth", "sampled_route_stops_at_its_tolerance_or_says_it_did_not",
-    "linear_sums_by_enumeration", "subset_masks_are_uniform"))
+    "linear_sums_by_enumeration", "subset_masks_are_uniform",
+    "running_moments_are_the_batch_means_standard_error"))
 
 _DIST = ("theory/lime_text.py", "return 100.0 * (1.0 - np.sqrt((d - s) / d))",
          "return 100.0 * (1.0 - (d - s) / d)", "lime's distance without its square root")
@@ -137,6 +138,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "return per_batch.std(axis=0, ddof=1) / math.sqrt(nb)",
            "return per_batch.std(axis=0, ddof=1) / nb",
            "the batch means' standard error over nb instead of sqrt(nb)", tests=SAMPLED),
+    Mutant("sampled-running-m2", "theory/deletion_sampled.py",
+           "self._m2 = self._m2 + delta * (x - self.mean)", "self._m2 = self._m2 + delta * delta",
+           "the stopping rule's running spread updated with the old mean only", tests=SAMPLED),
     Mutant("sampled-shuffle", "theory/deletion_sampled.py",
            "k = j + np.random.randint(0, d - j)", "k = np.random.randint(0, d - j)",
            "the partial Fisher-Yates shuffle drawing from the wrong range", tests=SAMPLED),

@@ -227,6 +227,21 @@ def test_the_control_variate_saves_draws():
         assert runs[True].evaluations < runs[False].evaluations, value
 
 
+def test_running_moments_are_the_batch_means_standard_error():
+    """The stopping rule's running mean and standard error (Welford) equal the mean and
+    batch_stderr of all the batches so far, at every step, on vectors of very unequal scales."""
+    from attnxai.theory.deletion_sampled import _RunningMoments, batch_stderr
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 7)) * np.array([1e-6, 1e-3, 1, 1, 10, 1e3, 1e6]) + 5.0
+    run = _RunningMoments()
+    for i, x in enumerate(X):
+        run.add(x)
+        np.testing.assert_allclose(run.mean, X[:i + 1].mean(axis=0), rtol=1e-12)
+        if i >= 1:
+            np.testing.assert_allclose(run.stderr(), batch_stderr(X[:i + 1]), rtol=1e-9)
+
+
 def test_linear_sums_by_enumeration():
     from attnxai.theory.deletion_sampled import linear_sums, size_law
 

@@ -245,7 +245,7 @@ def sample_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, value_fn, *,
     beta = _pilot(game, draws, control, full, value_fn, judged)
     Gb = linear_sums(W, beta) + _end_sums(game, np.asarray(W, dtype=np.float64), beta)
     parts: list[np.ndarray] = []         # each batch's estimate of G - G(b), (K, d + 1)
-    vals: list[np.ndarray] = []          # each batch's values (judged part), computed once
+    run = _RunningMoments()              # of each batch's values (judged part)
     with one_blas_thread():
         while True:
             X, Xf, wts = draws.batch(len(parts), BATCH)
@@ -254,14 +254,36 @@ def sample_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, value_fn, *,
             s0 = rw.sum(axis=0)[:, None]
             sj = rw.T @ Xf                                                  # (K, d)
             parts.append(np.concatenate([s0, sj], axis=1) / len(X))
-            vals.append(value_fn(Gb + parts[-1])[judged])
+            run.add(value_fn(Gb + parts[-1])[judged])
             if len(parts) >= MIN_BATCHES:
-                se = batch_stderr(np.asarray(vals))
-                val = np.mean(vals, axis=0)            # = value_fn(mean) (the map is affine)
-                if (np.linalg.norm(se) <= tol * np.linalg.norm(val)
+                # the mean is value_fn(mean) (the map is affine); the stopping rule reads the
+                # running moments, O(values) a batch: recomputing the spread of every batch so
+                # far each time made a run to 1e-3 (some 20,000 batches) 3.7 times slower
+                if (np.linalg.norm(run.stderr()) <= tol * np.linalg.norm(run.mean)
                         or game.evaluations + BATCH > max_evals):
                     batches = Gb + np.asarray(parts)
                     return SampledSums(batches.mean(axis=0), batches, beta, game.evaluations)
+
+
+class _RunningMoments:
+    """Mean and standard error of the mean of vectors added one at a time (Welford's update:
+    the same numbers as :func:`batch_stderr` of all of them, to rounding)."""
+
+    def __init__(self):
+        self.n, self.mean, self._m2 = 0, None, None
+
+    def add(self, x: np.ndarray) -> None:
+        x = np.asarray(x, dtype=np.float64)
+        self.n += 1
+        if self.mean is None:
+            self.mean, self._m2 = x.copy(), np.zeros_like(x)
+            return
+        delta = x - self.mean
+        self.mean = self.mean + delta / self.n
+        self._m2 = self._m2 + delta * (x - self.mean)
+
+    def stderr(self) -> np.ndarray:
+        return np.sqrt(self._m2 / (self.n - 1) / self.n)
 
 
 def batch_stderr(per_batch: np.ndarray) -> np.ndarray:
