@@ -20,10 +20,11 @@ thread, CPU time, ``book/data/deletion_errors.csv`` by ``book/data/make_deletion
 values (at most 4.73), 0.86 s for Banzhaf, 2.19 s for LIME's limit; 1e-3 would cost a hundred
 times as much (extrapolated: the error falls as 1 / sqrt(draws)). On the first 50 of them
 (``benchmarks/bench_deletion_sampled.py``, ``book/data/deletion_sampled.csv``), shap's
-permutation explainer took 10 to 12 s to reach 1e-2 on the same game (2 reviews): the sampled
-route is about 5 times faster at the same error, and 1e-3 is 20 times slower than shap at 1e-2.
-LIME's limit certified to lime's own noise at n = 200,000 took 0.36
-to 0.93 (median 0.65) of one lime run at n = 5000. The control variate cuts the draws 3 to 28
+permutation explainer took 6.5 to 7.7 s to reach 1e-2 on the same game (2 reviews): the sampled
+route is 4 to 5 times faster at the same error, and 1e-3 (run on those 2 reviews: 120 and 178 s)
+is about 20 times slower than shap at 1e-2.
+LIME's limit certified to lime's own noise at n = 200,000 took 0.35
+to 0.70 (median 0.50) of one lime run at n = 5000. The control variate cuts the draws 3 to 28
 fold (median 5.8 Shapley, 12.9 Banzhaf, 3.6 LIME). Why it is not faster, as far as we can
 tell (not measured by a committed script): the game is rough in the positions (a kept token's
 position moves with every deletion before it, and the sinusoidal codes change on the scale of one
