@@ -146,37 +146,26 @@ def full_review_row(pre, text: str, i: int, tol: float) -> list[dict]:
     return rows
 
 
-_WORKER: dict = {}
-
-
-def _init_worker(path: str) -> None:
-    """A worker process: the model in float64, as the parent holds it."""
-    import torch
-
-    import attnxai
-
-    _WORKER["pre"] = attnxai.load(path, dtype=torch.float64)
-
-
-def _worker_rows(job: tuple[int, str, float]) -> tuple[int, list[dict]]:
-    from attnxai.threads import single_threaded
-
-    i, text, tol = job
-    with single_threaded():
-        return i, full_review_row(_WORKER["pre"], text, i, tol)
+def _review_task(job) -> tuple[int, list[dict]]:
+    """One review in whatever process the workers run it (the model the run shipped)."""
+    ref, i, text, tol = job
+    return i, full_review_row(ref.load(), text, i, tol)
 
 
 def full_review_rows(pre, data, n_reviews: int, tol: float, jobs: int = 1,
                      part: Path | None = None) -> list[dict]:
     """:func:`full_review_row` on the first ``n_reviews`` full-length test reviews, in ``jobs``
-    processes (each row's numbers do not depend on which process made it: one thread, seed
-    ``i``). Rows are appended to ``part`` (JSON lines) as reviews finish, and a rerun with the
-    same ``part`` skips the reviews already there."""
+    processes (:func:`attnxai.experiment.runner.open_workers`, as the studies; each row's numbers
+    do not depend on which process made it: one thread, seed ``i``). Rows are appended to
+    ``part`` (JSON lines) as reviews finish, and a rerun with the same ``part`` skips the reviews
+    already there."""
     import json
 
     from tqdm.auto import tqdm
 
     from attnxai.experiment.lime_corpus import full_length_reviews
+    from attnxai.experiment.runner import open_workers
+    from attnxai.experiment.transport import ModelBundle
 
     texts = full_length_reviews(data, n_reviews, pre.model.max_len)
     done: dict[int, list[dict]] = {}
@@ -195,19 +184,13 @@ def full_review_rows(pre, data, n_reviews: int, tol: float, jobs: int = 1,
 
     bar = tqdm(total=len(texts), initial=len(texts) - len(todo), desc="full reviews",
                file=sys.stderr)
-    if jobs == 1:
-        for i, text, _ in todo:
-            keep(i, full_review_row(pre, text, i, tol))
+    bundle = ModelBundle.read(pre)
+    with open_workers(jobs) as workers:        # the studies' processes: one thread each
+        workers.install(bundle)
+        for i, rows in workers.map_unordered(_review_task,
+                                             [(bundle.ref, *job) for job in todo]):
+            keep(i, rows)
             bar.update()
-    elif todo:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_init_worker, initargs=(str(pre.path),)) as ex:
-            for i, rows in ex.map(_worker_rows, todo, chunksize=1):
-                keep(i, rows)
-                bar.update()
     bar.close()
     return [row for i in sorted(done) for row in done[i]]
 
