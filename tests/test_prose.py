@@ -86,3 +86,15 @@ def test_listing_reads_as_english():
     assert prose.listing(("layer 2", "layer 3", "layer 4")) == "layer 2, layer 3 and layer 4"
     with pytest.raises(ValueError, match="nothing"):
         prose.listing([])
+
+
+def test_paired_shift_follows_the_differences():
+    """The direction and its qualifier come from the data: a clear positive shift understates,
+    a small negative one slightly overstates, noise around zero changes nothing."""
+    rng = np.random.default_rng(0)
+    assert "binomial positions understate x" in prose.paired_shift(
+        rng.normal(0.06, 0.05, 300), "x")
+    assert "slightly overstate x" in prose.paired_shift(rng.normal(-0.004, 0.005, 300), "x")
+    assert "do not measurably change x" in prose.paired_shift(rng.normal(0, 0.05, 300), "x")
+    with pytest.raises(ValueError, match="finite"):
+        prose.paired_shift([0.1, np.nan], "x")

@@ -9,6 +9,8 @@ the numbers in them come from the cells that computed them.
 * :func:`glue_md` records a Markdown fragment (a list of words in code, a clause with maths):
   ``{glue:md}`name:myst```. For a sentence that must branch on the data, glue the words that
   change, or keep the generating cell with the tag ``remove-input``.
+* :func:`paired_shift` says what paired per-review differences show (a signed-rank test), so
+  that a sentence about a direction follows the data.
 * :func:`number`, :func:`pct`, :func:`ratio` and :func:`interval` format a number for reading
   (significant digits, no negative zero, thousands separated, "x" for a ratio); glued strings
   use them where a format spec cannot say it.
@@ -126,3 +128,25 @@ def listing(items) -> str:
     if not items:
         raise ValueError("nothing to list")
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def paired_shift(diff, subject: str, *, level: float = 0.01, slight: float = 0.01) -> str:
+    """What the paired differences ``diff`` (per review: a measure with the reference minus with
+    an approximation) say about the approximation's effect on ``subject``: "understate" or
+    "overstate" when Wilcoxon's signed-rank test rejects a zero median at ``level`` ("slightly"
+    when the median difference is under ``slight``), else "do not measurably change"; with the
+    median and the p-value."""
+    import numpy as np
+    from scipy.stats import wilcoxon
+
+    diff = np.asarray(diff, dtype=float)
+    if diff.ndim != 1 or diff.size < 2 or not np.isfinite(diff).all():
+        raise ValueError("paired_shift: a 1-d array of at least 2 finite differences")
+    p = float(wilcoxon(diff).pvalue)
+    med = float(np.median(diff))
+    if p >= level:
+        return (f"the binomial positions do not measurably change {subject} (Wilcoxon's "
+                f"signed-rank test, p = {p:.2g})")
+    word = ("slightly " if abs(med) < slight else "") + ("understate" if med > 0 else "overstate")
+    return (f"the binomial positions {word} {subject} (median paired difference {med:+.3f}; "
+            f"Wilcoxon's signed-rank test, p = {p:.0e})")
