@@ -120,3 +120,50 @@ def test_budget_to_reach_a_target_measured_or_extrapolated():
         budget_to_reach(curve[curve.budget < 2 ** 16], 1e-3)
     with pytest.raises(ValueError, match="positive"):
         budget_to_reach(curve, 0.0)
+
+
+def test_further_settings_reach_the_row_and_are_checked():
+    """``settings`` (the command's --set) reach the methods: on a short text with repeated words
+    the defaults take the exact route (efficiency gap 0), the binomial positions asked by name
+    leave it open; settings the study cannot take are refused by name."""
+    pre = make_tiny(max_len=40, seed=1)
+    text = tiny_text(30, seed=1, unknown=False)
+    assert len(set(text.split())) < len(text.split())                 # a word repeats
+    binomial = {"Shapley (delete)": {"positions": "binomial"}}
+    row = SC.agreement_row(pre, text, test_index=7, mode="delete", num_samples=100,
+                           settings=binomial)
+    plain = SC.agreement_row(pre, text, test_index=7, mode="delete", num_samples=100)
+    assert abs(plain["shapley_efficiency_gap"]) < 1e-9 < 1e-4 < abs(row["shapley_efficiency_gap"])
+    # a mode the setting does not concern runs as before
+    other = SC.agreement_row(pre, text, test_index=7, mode="replace", num_samples=100,
+                             settings=binomial)
+    assert abs(other["shapley_efficiency_gap"]) < 1e-8
+    with pytest.raises(ValueError, match="does not run"):
+        SC.method_settings({"Shapley (delete)": {"positions": "exact"}}, ("replace",))
+    with pytest.raises(ValueError, match="does not run"):
+        SC.method_settings({"SmoothGrad": {"n_samples": 3}})
+    with pytest.raises(ValueError, match="num_samples.*study's own"):
+        SC.method_settings({"LIME": {"num_samples": 10}})
+    with pytest.raises(ValueError, match="positions"):
+        SC.method_settings({"Banzhaf (delete)": {"positions": "nowhere"}})
+    with pytest.raises(TypeError, match="settings must map"):
+        SC.method_settings(["Shapley (delete)"])
+
+
+def test_command_line_modes_and_set(tmp_path, quick_model, capsys):
+    from attnxai.cli import main
+
+    out = tmp_path / "cli_set"
+    assert main(["shapley-experiment", "--profile", "quick", "--reviews", "2", "--num-samples",
+                 "100", "--modes", "delete", "--set", "Banzhaf (delete).positions=binomial",
+                 "--out", str(out), "--no-progress"]) == 0
+    assert "2 rows computed" in capsys.readouterr().out
+    meta = json.loads((out / "_meta.json").read_text())
+    assert meta["modes"] == ["delete"]
+    assert meta["method settings"] == {"Banzhaf (delete)": {"positions": "binomial"}}
+    df = load_results(out, keys=("test_index", "mode"), sort=("rank", "mode"))
+    assert set(df["mode"]) == {"delete"}
+    with pytest.raises(ValueError, match="unknown method"):
+        main(["shapley-experiment", "--profile", "quick", "--reviews", "2", "--set",
+              "Shap.positions=exact", "--out", str(tmp_path / "bad"), "--no-progress",
+              "--debug"])

@@ -359,6 +359,9 @@ def _shapley_args(p: argparse.ArgumentParser) -> None:
                    help="first N reviews of the seeded test-set order (default 1000; 25000: all)")
     p.add_argument("--num-samples", type=int, default=5000, help="LIME samples (default 5000)")
     p.add_argument("--kernel-width", type=float, default=25.0)
+    p.add_argument("--modes", default="delete,replace",
+                   help="delete (bow=True), replace (bow=False), or both (default)")
+    _set_flag(p)
     _study_args(p, chunk=20, unit="rows (a review in one mode)")
 
 
@@ -367,12 +370,15 @@ def _shapley_run(args: argparse.Namespace) -> int:
 
     from .experiment.shapley_corpus import agreement_table, run_shapley_corpus
     from .experiment.store import load_results
+    from .registry import parse_settings
 
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     report = run_shapley_corpus(args.out, profile=args.profile, reviews=args.reviews,
                                 num_samples=args.num_samples, kernel_width=args.kernel_width,
                                 jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                                 archive=args.archive, progress=not args.no_progress,
-                                device=args.device, command=args.argv)
+                                device=args.device, command=args.argv, modes=modes,
+                                settings=parse_settings(args.set) or None)
     print(f"{report.out}: {report.computed} rows computed, {report.skipped} already there, "
           f"{report.seconds:.0f} s ({report.rows_per_second:.2f} rows/s)")
     df = load_results(report.out, keys=("test_index", "mode"), sort=("rank", "mode"))

@@ -15,6 +15,10 @@ pair of methods: Spearman's rho and Kendall's tau-b of the signed scores, Spearm
 Pearson's r of their absolute values (the paper's measure, Section 7: attention is never
 negative) and the overlap of their five largest ``|scores|``. Also the closed forms' own checks
 (Shapley's efficiency gap, IG's completeness gap and nodes) and the time of every method.
+``settings`` (the command's ``--set METHOD.FIELD=VALUE``) gives the compared methods further
+settings, e.g. ``{"Shapley (delete)": {"positions": "sampled"}}`` for the certified values of
+deletion with repeated words (:mod:`attnxai.theory.deletion_routes`); the results folder records
+them (``"method settings"``), so a folder is never resumed under other settings.
 
 **Output.** A results folder (parquet parts, :mod:`~attnxai.experiment.store`), one row per
 (review, mode): :data:`COLUMNS`, then ``{metric}__{a}__{b}`` for every pair (``a`` before ``b`` in
@@ -28,7 +32,7 @@ import functools
 import itertools
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,8 +44,8 @@ from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
-__all__ = ["COLUMNS", "FIT_FROM", "COMPARED", "METRICS", "MODES", "ShapleyCorpus", "agreement_row",
-           "budget_to_reach",
+__all__ = ["COLUMNS", "FIT_FROM", "COMPARED", "METRICS", "MODES", "STUDY_FIELDS", "ShapleyCorpus",
+           "agreement_row", "budget_to_reach", "method_settings",
            "agreement_table", "pair_columns", "run_shapley_corpus"]
 
 #: The compared methods (the study's names) and the registry's method of each mode.
@@ -95,24 +99,60 @@ def _pair(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     return out
 
 
+#: LIME's fields the study sets itself (its own arguments, and a seed per review): not settable.
+STUDY_FIELDS = {"LIME": ("num_samples", "kernel_width", "bow", "seed")}
+
+
+def method_settings(settings: Mapping[str, Mapping[str, Any]] | None,
+                    modes: Sequence[str] = tuple(MODES)) -> dict[str, dict[str, Any]]:
+    """The further settings of the compared methods (module docstring), checked: every key a
+    method the study runs in ``modes`` (its registry name, e.g. ``"Shapley (delete)"``), no field
+    the study sets itself (:data:`STUDY_FIELDS`), and every value as the method's settings class
+    takes it."""
+    from ..explanation import resolve_settings
+
+    if not isinstance(settings, (Mapping, type(None))):
+        raise TypeError(f"settings must map a method's name to its settings, got "
+                        f"{type(settings).__name__}")
+    given = {m: dict(v) for m, v in (settings or {}).items()}
+    run = [v[mode] for v in COMPARED.values() for mode in modes]
+    idle = [m for m in given if m not in run]
+    if idle:
+        raise ValueError(f"settings for {idle}, which the study does not run (its methods in "
+                         f"{', '.join(modes)}: {', '.join(dict.fromkeys(run))})")
+    for m, fields in given.items():
+        own = [f for f in fields if f in STUDY_FIELDS.get(m, ())]
+        if own:
+            raise ValueError(f"{m}: {own} are the study's own (--num-samples, --kernel-width, "
+                             f"the mode, a seed per review), not a setting")
+    resolve_settings(list(given), given)                 # every value checked, here
+    return given
+
+
 def agreement_row(pre: Any, text: str, *, test_index: int, mode: str, num_samples: int = 5000,
-                  kernel_width: float = 25.0) -> dict[str, Any]:
-    """The row of one review in one mode (module docstring)."""
+                  kernel_width: float = 25.0,
+                  settings: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The row of one review in one mode (module docstring); ``settings``: the methods' further
+    settings (:func:`method_settings`)."""
     from ..theory.lime_inputs import resolve, tables
     from ..theory.shapley_values import endpoint_values
 
     bow = MODES[validate.choice(mode, "mode", tuple(MODES))]
     t0, c0 = time.perf_counter(), time.process_time()
     names = {k: v[mode] for k, v in COMPARED.items()}
+    further = method_settings(settings) if settings else {}      # (this mode's below)
+    further = {m: f for m, f in further.items() if m in names.values()}
+    given = {"LIME": {"num_samples": num_samples, "kernel_width": kernel_width,
+                      "bow": bow, "seed": 1000 * int(test_index)},
+             "LIME limit": dict(LIMIT_SETTINGS[mode])}
+    for m, fields in further.items():
+        given[m] = {**given.get(m, {}), **fields}
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
         # the study runs the defaults knowingly (its settings say which): no warning per review
         warnings.simplefilter("ignore", LimitApproximationWarning)
-        ex = explain(pre, text, list(names.values()), target=1,
-                     settings={"LIME": {"num_samples": num_samples, "kernel_width": kernel_width,
-                                        "bow": bow, "seed": 1000 * int(test_index)},
-                               "LIME limit": LIMIT_SETTINGS[mode]})
+        ex = explain(pre, text, list(names.values()), target=1, settings=given)
     scores = ex.word_scores if bow else ex.token_scores
     S = {k: np.asarray(scores[v], dtype=np.float64) for k, v in names.items()}
     model, ids, _ = resolve(pre, ex.text, bow, None)
@@ -142,7 +182,8 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
         for item in items:
             row = agreement_row(pre, item["text"], test_index=item["test_index"],
                                 mode=item["mode"], num_samples=settings["num_samples"],
-                                kernel_width=settings["kernel_width"])
+                                kernel_width=settings["kernel_width"],
+                                settings=settings.get("method settings"))
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
     return rows
@@ -157,7 +198,8 @@ class ShapleyCorpus(Study):
 
     def __init__(self, *, profile: str = "paper", reviews: int = 1000,
                  num_samples: int = 5000, kernel_width: float = 25.0, chunk: int = 20,
-                 archive: str | None = None, modes: Sequence[str] = tuple(MODES)):
+                 archive: str | None = None, modes: Sequence[str] = tuple(MODES),
+                 settings: Mapping[str, Mapping[str, Any]] | None = None):
         self.reviews = validate.positive_int(reviews, "reviews")
         self.num_samples = validate.num_samples(num_samples)
         self.kernel_width = validate.kernel_width(kernel_width)
@@ -165,6 +207,7 @@ class ShapleyCorpus(Study):
         self.modes = [validate.choice(m, "mode", tuple(MODES)) for m in dict.fromkeys(modes)]
         if not self.modes:
             raise ValueError(f"modes: choose among {list(MODES)}")
+        self.method_settings = method_settings(settings, self.modes)
         self.pre = study_model(profile, archive)
         self.data = study_test_set(archive, self.reviews)
 
@@ -178,7 +221,8 @@ class ShapleyCorpus(Study):
                 "closed forms": "theory.shapley, theory.banzhaf, theory.lime_limit, "
                                 "theory.integrated_gradients: default settings, except "
                                 "lime_limit(law='lime') for replacement (exact there)",
-                "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime"}
+                "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
+                **({"method settings": self.method_settings} if self.method_settings else {})}
 
     def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
         items = []
@@ -195,17 +239,22 @@ class ShapleyCorpus(Study):
     def task(self):
         return functools.partial(_run_chunk, self.model_ref(),
                                  {"num_samples": self.num_samples,
-                                  "kernel_width": self.kernel_width})
+                                  "kernel_width": self.kernel_width,
+                                  "method settings": self.method_settings})
 
 
 def run_shapley_corpus(out: Any, *, profile: str = "paper", reviews: int = 1000,
                        num_samples: int = 5000, kernel_width: float = 25.0, jobs: int = 1,
                        scheduler: str | None = None, chunk: int = 20, archive: str | None = None,
                        progress: bool = True, device: str = "cpu",
-                       command: Sequence[str] | None = None) -> RunReport:
-    """Run (or resume) the agreement study into ``out`` (module docstring)."""
+                       command: Sequence[str] | None = None,
+                       modes: Sequence[str] = tuple(MODES),
+                       settings: Mapping[str, Mapping[str, Any]] | None = None) -> RunReport:
+    """Run (or resume) the agreement study into ``out`` (module docstring): ``modes`` (default
+    both), ``settings`` the methods' further settings (:func:`method_settings`)."""
     study = ShapleyCorpus(profile=profile, reviews=reviews, num_samples=num_samples,
-                          kernel_width=kernel_width, chunk=chunk, archive=archive)
+                          kernel_width=kernel_width, chunk=chunk, archive=archive, modes=modes,
+                          settings=settings)
     return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
                command=command)
 
