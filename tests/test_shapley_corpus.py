@@ -167,3 +167,33 @@ def test_command_line_modes_and_set(tmp_path, quick_model, capsys):
         main(["shapley-experiment", "--profile", "quick", "--reviews", "2", "--set",
               "Shap.positions=exact", "--out", str(tmp_path / "bad"), "--no-progress",
               "--debug"])
+
+
+def test_paired_deletion_summary_is_the_paired_difference(small_run, tmp_path, monkeypatch):
+    """make_shapley_summary.py --paired-deletion: with a copy of a run whose Spearman of Shapley
+    and alpha-avg is 0.1 higher on every review, that pair's difference is 0.1 with an interval
+    holding it, every other pair's 0; folders of other reviews are refused."""
+    import pandas as pd
+
+    out, _ = small_run
+    script = load_script("book/data/make_shapley_summary.py")
+    df = load_results(out, keys=("test_index", "mode"), sort=("rank", "mode"))
+    shifted = df.copy()
+    col = "spearman__Shapley__alpha-avg"
+    shifted[col] = shifted[col] + 0.1
+    table = script.paired_deletion(df, shifted, 50).set_index(["metric", "pair"])
+    row = table.loc[("spearman", "Shapley ~ alpha-avg")]
+    assert row["difference"] == pytest.approx(0.1) and row["ci_low"] <= 0.1 + 1e-12 <= row["ci_high"] + 2e-12
+    assert row["certified"] - row["binomial"] == pytest.approx(0.1)
+    rest = table.drop(index=("spearman", "Shapley ~ alpha-avg"))
+    assert np.allclose(rest["difference"].to_numpy(), 0) and len(rest) == len(table) - 1
+    with pytest.raises(ValueError, match="same reviews"):
+        script.paired_deletion(df, shifted.iloc[:1], 50)
+    monkeypatch.setattr("sys.argv", ["make_shapley_summary.py", "--paired-deletion", str(out),
+                                     str(out), "--out", str(tmp_path), "--n-boot", "20"])
+    script.main()
+    routes = pd.read_csv(tmp_path / "shapley_agreement_routes.csv", comment="#")
+    assert np.allclose(routes["difference"], 0) and routes["n"].max() == df["test_index"].nunique()
+    checks = pd.read_csv(tmp_path / "shapley_checks_routes.csv", comment="#")
+    assert set(checks["positions"]) == {"binomial", "certified"}
+    assert set(checks["mode"]) == {"delete"}

@@ -16,6 +16,17 @@ in ``book/data/``:
   gap, its nodes and error estimate: median, 90th and 99th percentiles, largest) and the mean
   wall and CPU seconds of every method per review.
 
+With ``--paired-deletion BINOMIAL CERTIFIED`` instead (two results folders of the deletion mode
+on the same reviews, ``--modes delete``, the second with ``--set "Shapley (delete).positions=
+sampled" --set "Banzhaf (delete).positions=sampled" --set "LIME limit.positions=sampled"``), it
+writes only
+
+* ``shapley_agreement_routes.csv``: per agreement measure and pair of methods (deletion), the
+  mean with the binomial positions, with the certified values, and their paired difference
+  (certified minus binomial) with its 95 % percentile bootstrap interval over reviews;
+* ``shapley_checks_routes.csv``: ``shapley_checks.csv``'s checks of either folder (column
+  ``positions``).
+
 Every file starts with ``#`` lines (read with ``pandas.read_csv(..., comment="#")``): the command,
 the code (commit, uncommitted changes), the settings, the wall time with the jobs and the load
 average (:func:`attnxai.experiment.runs_header`), and when the summary was written.
@@ -58,26 +69,84 @@ def checks(df):
     return pd.DataFrame(rows)
 
 
-def main() -> None:
-    from attnxai.experiment import load_results, runs_header, write_summary
-    from attnxai.experiment.shapley_corpus import agreement_table
-    from attnxai.store.provenance import code_label
+def paired_deletion(binomial, certified, n_boot: int):
+    """The agreement measures of deletion with either positions, paired by review (module
+    docstring): a DataFrame, one row per measure and pair of methods."""
+    import itertools
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", help="results folder of python -m attnxai shapley-experiment")
-    ap.add_argument("--out", default=str(HERE), help="where to write (default book/data)")
-    ap.add_argument("--n-boot", type=int, default=1000)
-    args = ap.parse_args()
-    folder = Path(args.results)
-    df = load_results(folder, keys=("test_index", "mode"), sort=("rank", "mode"))
+    import numpy as np
+    import pandas as pd
+
+    from attnxai.experiment.faithfulness import bootstrap_means
+    from attnxai.experiment.shapley_corpus import COMPARED, METRICS
+
+    a, b = (f[f["mode"] == "delete"] for f in (binomial, certified))
+    if a.empty or list(a["test_index"]) != list(b["test_index"]):
+        raise ValueError("--paired-deletion: the two folders must hold the deletion rows of the "
+                         "same reviews (run both with the same --reviews)")
+    rows = []
+    for metric in METRICS:
+        for m1, m2 in itertools.combinations(COMPARED, 2):
+            col = f"{metric}__{m1}__{m2}"
+            x, y = a[col].to_numpy(float), b[col].to_numpy(float)
+            ok = np.isfinite(x) & np.isfinite(y)          # a constant explanation: left out
+            mean, lo, hi = bootstrap_means(np.stack([x[ok], y[ok], y[ok] - x[ok]], axis=1),
+                                           n_boot=n_boot, seed=0)
+            rows.append({"metric": metric, "pair": f"{m1} ~ {m2}", "n": int(ok.sum()),
+                         "binomial": mean[0], "certified": mean[1], "difference": mean[2],
+                         "ci_low": lo[2], "ci_high": hi[2]})
+    return pd.DataFrame(rows)
+
+
+def _folder_header(folder: Path, df) -> list[str]:
+    from attnxai.experiment import runs_header
+
     meta = json.loads((folder / "_meta.json").read_text())
     header = [f"# results: {folder.name}, {df['test_index'].nunique()} test reviews, rows "
               f"{len(df)}"]
     header += runs_header(folder, "rows")
     header.append(f"# settings: {json.dumps(meta, sort_keys=True)}")
-    header.append(f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} "
-                  f"by book/data/make_shapley_summary.py at {code_label()}")
+    return header
+
+
+def main() -> None:
+    from attnxai.experiment import load_results, write_summary
+    from attnxai.experiment.shapley_corpus import agreement_table
+    from attnxai.store.provenance import code_label
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", nargs="?",
+                    help="results folder of python -m attnxai shapley-experiment")
+    ap.add_argument("--paired-deletion", nargs=2, metavar=("BINOMIAL", "CERTIFIED"),
+                    default=None, help="two results folders of the deletion mode (module "
+                                       "docstring)")
+    ap.add_argument("--out", default=str(HERE), help="where to write (default book/data)")
+    ap.add_argument("--n-boot", type=int, default=1000)
+    args = ap.parse_args()
+    written = (f"# written: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} "
+               f"by book/data/make_shapley_summary.py at {code_label()}")
     out = Path(args.out)
+    if args.paired_deletion:
+        import pandas as pd
+
+        folders = [Path(f) for f in args.paired_deletion]
+        frames = [load_results(f, keys=("test_index", "mode"), sort=("rank", "mode"))
+                  for f in folders]
+        header = sum((_folder_header(f, df) for f, df in zip(folders, frames)), []) + [written]
+        write_summary(out / "shapley_agreement_routes.csv", header,
+                      paired_deletion(*frames, args.n_boot), "%.6g")
+        both = pd.concat([checks(df[df["mode"] == "delete"]).assign(positions=name)
+                          for name, df in zip(("binomial", "certified"), frames)])
+        write_summary(out / "shapley_checks_routes.csv", header,
+                      both[["positions", *both.columns[:-1]]], "%.6g")
+        print(f"wrote {out / 'shapley_agreement_routes.csv'} and "
+              f"{out / 'shapley_checks_routes.csv'}")
+        return
+    if args.results is None:
+        ap.error("give a results folder (or --paired-deletion BINOMIAL CERTIFIED)")
+    folder = Path(args.results)
+    df = load_results(folder, keys=("test_index", "mode"), sort=("rank", "mode"))
+    header = _folder_header(folder, df) + [written]
     write_summary(out / "shapley_agreement.csv", header,
                   agreement_table(df, n_boot=args.n_boot, seed=0), "%.6g")
     write_summary(out / "shapley_checks.csv", header, checks(df), "%.6g")
