@@ -46,14 +46,11 @@ HERE = Path(__file__).resolve().parent
 
 
 def _header(folder: Path, df) -> list[str]:
-    from attnxai.experiment import runs_header
+    from attnxai.experiment import results_header
 
     meta = json.loads((folder / "_meta.json").read_text())
-    lines = [f"# results: {folder.name} (explained class: {meta['target']}), "
-             f"{df['test_index'].nunique()} test reviews"]
-    lines += runs_header(folder, "reviews")
-    lines.append(f"# settings: {json.dumps(meta, sort_keys=True)}")
-    return lines
+    return results_header(folder, f" (explained class: {meta['target']}), "
+                                  f"{df['test_index'].nunique()} test reviews")
 
 
 def _attention_signs(df, n_boot: int):

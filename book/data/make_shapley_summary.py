@@ -99,14 +99,10 @@ def paired_deletion(binomial, certified, n_boot: int):
 
 
 def _folder_header(folder: Path, df) -> list[str]:
-    from attnxai.experiment import runs_header
+    from attnxai.experiment import results_header
 
-    meta = json.loads((folder / "_meta.json").read_text())
-    header = [f"# results: {folder.name}, {df['test_index'].nunique()} test reviews, rows "
-              f"{len(df)}"]
-    header += runs_header(folder, "rows")
-    header.append(f"# settings: {json.dumps(meta, sort_keys=True)}")
-    return header
+    return results_header(folder, f", {df['test_index'].nunique()} test reviews, rows {len(df)}",
+                          "rows")
 
 
 def main() -> None:

@@ -14,8 +14,8 @@
 
 from __future__ import annotations
 
-from .bookdata import (book_data, header_lines, read_summary, runs_header, same_weights,
-                       summary_header, write_summary)
+from .bookdata import (book_data, header_lines, read_summary, results_header, runs_header,
+                       same_weights, summary_header, write_summary)
 from .lime_corpus import (COLUMNS, ORDER_SEED, LimeCorpus, LimeStudySettings,
                           approximation_columns, approximation_names, full_length_reviews,
                           lime_row, lime_seed, lime_summary, review_order, run_lime_corpus)
@@ -26,5 +26,6 @@ from .transport import ModelRef
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeStudySettings", "ModelRef", "RunReport", "Study",
            "approximation_columns", "approximation_names", "book_data", "full_length_reviews",
            "header_lines", "lime_row", "lime_seed", "lime_summary",
-           "load_results", "read_summary", "review_order", "run", "run_lime_corpus", "runs_header",
+           "load_results", "read_summary", "review_order", "results_header", "run", "run_lime_corpus",
+           "runs_header",
            "same_weights", "summary_header", "write_summary"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["WEIGHTS_LABEL", "book_data", "header_lines", "read_summary", "recorded_weights",
-           "runs_header", "same_weights", "summary_header", "write_summary"]
+           "results_header", "runs_header", "same_weights", "summary_header", "write_summary"]
 
 
 def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
@@ -102,6 +102,15 @@ def runs_header(folder: str | os.PathLike, unit: str = "reviews") -> list[str]:
         if model.get("weights_sha256"):
             lines.append(f"#   model: {model.get('name')}; {WEIGHTS_LABEL} {model['weights_sha256']}")
     return lines
+
+
+def results_header(folder: str | os.PathLike, about: str, unit: str = "reviews") -> list[str]:
+    """A results folder's ``#`` lines in a summary: ``# results: {name}{about}``, the runs of
+    :func:`runs_header` (``unit``) and ``# settings:`` (its ``_meta.json``, keys sorted)."""
+    folder = Path(folder)
+    meta = json.loads((folder / "_meta.json").read_text())
+    return ([f"# results: {folder.name}{about}"] + runs_header(folder, unit)
+            + [f"# settings: {json.dumps(meta, sort_keys=True)}"])
 
 
 #: How a summary's header names the weights its rows were computed with (:func:`runs_header`).
