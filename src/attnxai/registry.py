@@ -42,7 +42,7 @@ from .words import Words
 __all__ = ["ALL_METHODS", "DEFAULT_SEED", "DELETION_POSITIONS", "Document", "EXTRA_METHODS",
            "GAME_METHODS", "LEVELS", "METHODS", "Method", "PAPER_METHODS", "SHARED", "AttentionSettings", "BanzhafSettings",
            "IGSettings", "LimeSettings", "LimitSettings", "NoSettings", "RandomSettings",
-           "ShapleySettings", "SmoothGradSettings", "parse_settings", "study_records",
+           "ShapleySettings", "SmoothGradSettings", "parse_settings", "study_given", "study_records",
            "study_settings"]
 
 #: The seed of every random method (LIME's ``random_state``, the random baseline) when neither the
@@ -470,6 +470,21 @@ def parse_settings(specs: Iterable[str] | None) -> dict[str, dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------- the corpus studies
+def study_given(settings: Mapping[str, Mapping[str, Any]] | None,
+                methods: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A corpus study's further settings per method (its ``--set``), as a fresh dict: refused when
+    not a mapping, or when they name a method the study does not run (one of ``methods``)."""
+    if not isinstance(settings, (Mapping, type(None))):
+        raise TypeError(f"settings must map a method's name to its settings, got "
+                        f"{type(settings).__name__}")
+    given = {m: dict(v) for m, v in (settings or {}).items()}
+    idle = [m for m in given if m not in methods]
+    if idle:
+        raise ValueError(f"settings for {idle}, which the study does not run (its methods: "
+                         f"{', '.join(dict.fromkeys(methods))})")
+    return given
+
+
 def study_settings(methods: Sequence[str], test_index: int,
                    given: Mapping[str, Mapping[str, Any]] | None = None
                    ) -> dict[str, dict[str, Any]]:

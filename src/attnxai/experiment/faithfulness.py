@@ -48,7 +48,7 @@ from .. import validate
 from ..explanation import Explanation, explain, resolve_settings
 from ..perturbation import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
                             SELECTIONS, TIES, agreement, evaluate)
-from ..registry import ALL_METHODS, METHODS, study_records, study_settings
+from ..registry import ALL_METHODS, METHODS, study_given, study_records, study_settings
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
@@ -209,14 +209,7 @@ def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None, methods: 
     """The study's further settings per method (``--set``), and every method's settings object
     as a review builds it (a review's own seed is the study's): every setting checked once,
     here."""
-    if not isinstance(settings, (Mapping, type(None))):
-        raise TypeError(f"settings must map a method's name to its settings, got "
-                        f"{type(settings).__name__}")
-    given = {m: dict(v) for m, v in (settings or {}).items()}
-    idle = [m for m in given if m not in methods]
-    if idle:
-        raise ValueError(f"settings for {idle}, which the study does not run (methods: "
-                         f"{', '.join(methods)})")
+    given = study_given(settings, methods)
     resolved = resolve_settings(methods, _review_settings(methods, 0, num_samples,
                                                           kernel_width, given))
     return given, resolved

@@ -110,16 +110,9 @@ def method_settings(settings: Mapping[str, Mapping[str, Any]] | None,
     the study sets itself (:data:`STUDY_FIELDS`), and every value as the method's settings class
     takes it."""
     from ..explanation import resolve_settings
+    from ..registry import study_given
 
-    if not isinstance(settings, (Mapping, type(None))):
-        raise TypeError(f"settings must map a method's name to its settings, got "
-                        f"{type(settings).__name__}")
-    given = {m: dict(v) for m, v in (settings or {}).items()}
-    run = [v[mode] for v in COMPARED.values() for mode in modes]
-    idle = [m for m in given if m not in run]
-    if idle:
-        raise ValueError(f"settings for {idle}, which the study does not run (its methods in "
-                         f"{', '.join(modes)}: {', '.join(dict.fromkeys(run))})")
+    given = study_given(settings, [v[mode] for v in COMPARED.values() for mode in modes])
     for m, fields in given.items():
         own = [f for f in fields if f in STUDY_FIELDS.get(m, ())]
         if own:
