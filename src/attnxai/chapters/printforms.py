@@ -266,19 +266,28 @@ def math_width(tex: str, display: bool = True) -> float:
     fractions in display style, else as in a line of text); for what mathtext cannot parse,
     5 pt per visible character (a command counts as one)."""
     from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextPath
 
     probe = tex.replace(r"\limits", "").replace(r"\displaystyle", "")
     if display:
         probe = probe.replace(r"\frac", r"\dfrac")
     probe = re.sub(r"\\(Big|big|Bigg|bigg)([lr])?", "", probe)
     try:
+        # The layout's width (advances), as TeX sets it: the ink's extents of the glyphs' outlines
+        # (TextPath.get_extents) cost more than the parse itself on a long formula.
         with _mathtext_fonts():
-            path = TextPath((0, 0), f"${probe}$", prop=FontProperties(family="serif", size=FONT_PT))
-        return float(path.get_extents().width)
+            parsed = _path_parser().parse(f"${probe}$", dpi=72,
+                                          prop=FontProperties(family="serif", size=FONT_PT))
+        return float(parsed.width)
     except (ValueError, RuntimeError, KeyError):
         visible = re.sub(r"\\[A-Za-z]+", "x", tex)      # a command is about one symbol
         return 5.0 * len(re.sub(r"[{}^_&\s]", "", visible))
+
+
+@lru_cache(maxsize=1)
+def _path_parser():
+    from matplotlib.mathtext import MathTextParser
+
+    return MathTextParser("path")
 
 
 class _mathtext_fonts:
@@ -332,6 +341,8 @@ class _Breaker:
         self.sp = sp
         self.line = line_pt
         self.indent_pt = math_width(r"\quad x") - math_width("x")
+        # what a binary sign adds between two terms (its spaces included)
+        self.sign_pt = math_width("x + x") - 2 * math_width("x")
 
     def tex(self, e) -> str:
         return self.sp.latex(e)
@@ -386,7 +397,7 @@ class _Breaker:
         from sympy.printing.latex import LatexPrinter
 
         terms = LatexPrinter()._as_ordered_terms(e)
-        rows, row = [], ""
+        rows, row, row_w = [], "", 0.0
         for i, term in enumerate(terms):
             negative = term.could_extract_minus_sign()
             tex = self.tex(-term if negative else term)
@@ -394,12 +405,15 @@ class _Breaker:
                 tex = rf"\left({tex}\right)"
             sign = "- " if negative else ("+ " if i else "")
             width = first if not rows else budget - self.indent_pt
-            if row and not self.fits(row + " " + sign + tex, width):
+            # A row's width is the sum of its terms' and signs' (boxes set side by side): each
+            # term is measured once, not every row again as it grows.
+            term_w = math_width(tex) + (self.sign_pt if sign else 0.0)
+            if row and row_w + term_w > SAFETY * width:
                 rows.append(row)
-                row = sign + tex
+                row, row_w = sign + tex, term_w
             else:
-                row = (row + " " + sign + tex).strip()
-            if not self.fits(row, width):          # one term alone too wide: break it too
+                row, row_w = (row + " " + sign + tex).strip(), row_w + term_w
+            if row_w > SAFETY * width:          # one term alone too wide: break it too
                 sub = self.lines(-term if negative else term, budget,
                                  width - math_width(sign or "x"))
                 if len(sub) > 1:
@@ -407,6 +421,7 @@ class _Breaker:
                     rows.append(head + sub[0])
                     rows.extend(sub[1:-1])
                     row = sub[-1]
+                    row_w = math_width(row)
         rows.append(row)
         return rows
 
