@@ -58,8 +58,12 @@ pdf-student: model
 	  $(BIN)/jupyter-book build . --builder pdflatex -W --keep-going --path-output _build/student-pdf
 	@echo "PDF: _build/student-pdf/_build/latex/attnxai-book.pdf"
 
+# The tests in TEST_JOBS processes (pytest-xdist; the book's build, browser and PDF checks stay
+# together in one of them, tests/test_book.py): the cores, at least 2, at most 4.
+TEST_JOBS ?= $(shell $(PYTHON) -c "import os; print(min(4, max(2, os.cpu_count() or 1)))")
+
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_train.py

@@ -5,19 +5,22 @@
 # TeX packages (README.md, "Teaching from it") and poppler-utils (pdfinfo, pdftotext, pdftoppm).
 # tests/test_pdf.py runs it where TeX is installed (and skips, saying so, where it is not).
 #   bash tests/check_pdf.sh            # from the repository root; prints the time it took
-# Pages with a problem are written as PNGs to _build/pdfcheck/shots/ (and -student/shots/).
+# Pages with a problem are written as PNGs to shots/ in the folder the PDF was built in
+# (_build/test or _build/pdfcheck, and _build/student-test or _build/pdfcheck-student).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="${BIN:-.venv/bin}"
-out=_build/pdfcheck
 start=$(date +%s)
-mkdir -p "$out/_build"
-# reuse the quick-profile test build's executed chapters when they are there (afresh: an
-# older copy here may predate a change of the package that the chapters' outputs depend on)
-if [ -d _build/test/_build/.jupyter_cache-quick ]; then
-  rm -rf "$out/_build/.jupyter_cache-quick"
-  cp -a _build/test/_build/.jupyter_cache-quick "$out/_build/"
+# The PDF is built in the folder of the quick-profile test build of the site when there is one
+# (tests/booksite.py; `make test` builds it first): the latex builder then reuses the site's
+# read documents and executed chapters (Sphinx's environment: nothing is read or run again).
+# Elsewhere it is built from scratch in _build/pdfcheck.
+if [ -d _build/test/_build/.doctrees ]; then
+  out=_build/test
+else
+  out=_build/pdfcheck
 fi
+mkdir -p "$out/_build"
 ATTNXAI_PROFILE=quick "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going \
   --path-output "$out" > "$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
 latex="$out/_build/latex"
@@ -38,7 +41,12 @@ fi
 rm -rf "$out/shots"
 "$BIN/python" tests/check_pdf.py "$latex" --shots "$out/shots" || fail=1
 # the student's PDF: the same chapters (their executed outputs reused), no solutions
-student=_build/pdfcheck-student
+# (likewise in the folder of the student site's test build, tests/test_book.py, when there is one)
+if [ -d _build/student-test/_build/.doctrees ]; then
+  student=_build/student-test
+else
+  student=_build/pdfcheck-student
+fi
 mkdir -p "$student"
 ATTNXAI_PROFILE=quick ATTNXAI_EDITION=student \
   ATTNXAI_EXECUTION_CACHE="$PWD/$out/_build/.jupyter_cache-quick" \

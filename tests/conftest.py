@@ -124,3 +124,33 @@ def pytest_runtest_makereport(item, call):
     report.longrepr = (f"skipped in CI (CI=true), where it must run: {reason}\n"
                        "(.ci/run installs chromium, TeX and poppler; a skip CI accepts is marked "
                        "@pytest.mark.ci_may_skip(reason))")
+
+
+# ---------------------------------------------------------------- durations of the whole run
+#: Every test's duration (setup + call + teardown, seconds) of the last run, slowest first:
+#: written at the end of every run that had no test selection (`make test`); a measured copy
+#: from a fresh clone is committed as book/data/test_durations.csv (benchmarks/bench_build.py).
+DURATIONS = Path(__file__).resolve().parents[1] / "_build" / "test_durations.csv"
+_durations: dict[str, list[float]] = {}
+
+
+def pytest_runtest_logreport(report):
+    entry = _durations.setdefault(report.nodeid, [0.0, 0.0, 0.0])
+    entry[("setup", "call", "teardown").index(report.when)] += report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput") or not _durations:
+        return                      # a pytest-xdist worker: the controller writes the file
+    if session.config.args != [str(Path(session.config.rootpath) / "tests")] and \
+            session.config.args != ["tests"]:
+        return                      # a selection, not the whole suite
+    import csv
+
+    DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+    rows = sorted(_durations.items(), key=lambda kv: -sum(kv[1]))
+    with DURATIONS.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["test", "seconds", "setup", "call", "teardown"])
+        for nodeid, (s, c, t) in rows:
+            w.writerow([nodeid, f"{s + c + t:.2f}", f"{s:.2f}", f"{c:.2f}", f"{t:.2f}"])

@@ -8,6 +8,10 @@ import pytest
 
 from booksite import BuildFailed, build_site
 
+# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup): every test that
+# reads the built site stays in one of them, so the site is built once (tests/booksite.py).
+pytestmark = pytest.mark.xdist_group("book")
+
 
 @pytest.mark.slow
 def test_book_builds_on_quick_profile(quick_model):

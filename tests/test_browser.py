@@ -40,7 +40,9 @@ from attnxai import course
 from booksite import (REPOSITORY_PAGES, ROOT, TEST_REPOSITORY, TOC, BuildFailed,
                       build_repository_site, build_site)
 
-pytestmark = pytest.mark.slow
+# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup): every test that
+# reads the built site stays in one of them, so the site is built once (tests/booksite.py).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
 
 CHROMIUM = os.environ.get("ATTNXAI_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+# One process of `make test` (pytest-xdist) runs them all: the other seed's model is trained once.
+pytestmark = pytest.mark.xdist_group("other-weights")
+
 ROOT = Path(__file__).resolve().parents[1]
 def _other_seed() -> int:
     from attnxai.model.profiles import get_config

@@ -10,6 +10,10 @@ import pytest
 
 from booksite import ROOT, BuildFailed, build_site
 
+# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup): every test that
+# reads the built site stays in one of them, so the site is built once (tests/booksite.py).
+pytestmark = pytest.mark.xdist_group("book")
+
 TOOLS = ("xelatex", "latexmk", "pdftoppm", "pdftotext", "pdfinfo")
 
 

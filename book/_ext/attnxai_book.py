@@ -9,6 +9,9 @@
   of these: no button, no link and no launch cell points to a made-up address, and the pages'
   substitutions (``{{ repository }}``, ``{{ clone }}``, ``{{ launch_note }}``,
   ``{{ cite_repository }}``) say so in words.
+* **Execution.** ``ATTNXAI_EXECUTE=off`` builds without running any chapter (a build that checks
+  only links, buttons and launch cells); ``book/_ext/attnxai_execute.py`` runs the chapters to be
+  executed in parallel before Sphinx reads them.
 * **Execution caches.** The quick profile's executed chapters go to ``.jupyter_cache-quick``,
   never into the paper profile's ``.jupyter_cache`` (jupyter-cache does not know the profile).
 * **Editions.** ``ATTNXAI_EDITION=student`` builds the site (or the PDF) without solutions
@@ -49,6 +52,7 @@ from pybtex.style.labels import BaseLabelStyle
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_EDITION = "ATTNXAI_EDITION"
+ENV_EXECUTE = "ATTNXAI_EXECUTE"
 #: The branch that holds the student edition's chapters (no solutions): the deploy workflow
 #: pushes it (`python -m attnxai notebooks --student --in-place`), the student site's Binder
 #: and Colab buttons open it.
@@ -147,6 +151,10 @@ def _config_inited(app, config):
     # jupyter-cache keys a notebook on its code cells only, so the paper and quick profiles
     # (same code, different outputs) must never share a cache: the quick profile's is
     # .jupyter_cache-quick beside the default one.
+    # A build that only checks pages' links, buttons and launch cells (tests/booksite.py's
+    # repository builds) runs no chapter: ATTNXAI_EXECUTE=off.
+    if os.environ.get(ENV_EXECUTE, "").strip().lower() == "off":
+        config.nb_execution_mode = "off"
     quick = os.environ.get("ATTNXAI_PROFILE", "paper") == "quick"
     cache = ".jupyter_cache-quick" if quick else ".jupyter_cache"
     if edition() == "student":
