@@ -210,6 +210,8 @@ def _notebook_download(app, pagename, context) -> None:
 
 
 _MATH_CLASS = re.compile(r'class="[^"]*\bmath\b')
+#: The book's additions to MathJax's line breaking (book/static), loaded only with MathJax.
+MATHJAX_SETUP = "attnxai-mathjax.js"
 
 
 def _mathjax_only_with_maths(app, pagename, context) -> None:
@@ -224,7 +226,7 @@ def _mathjax_only_with_maths(app, pagename, context) -> None:
     if scripts is None:
         return
     scripts[:] = [js for js in scripts
-                  if not (str(getattr(js, "filename", "") or "").endswith(mathjax)
+                  if not (str(getattr(js, "filename", "") or "").endswith((mathjax, MATHJAX_SETUP))
                           or str(getattr(js, "attributes", {}).get("body", "")).startswith("window.MathJax"))]
 
 
