@@ -141,7 +141,15 @@ def test_register_adds_latex_beside_html_and_fits_sympy():
     x = sp.Symbol("x")
     assert fmt(x + 1)[0]["text/latex"] == f"$\\displaystyle {sp.latex(x + 1)}$"
     long = sum(sp.Symbol(f"y_{{{i}}}") * sp.exp(x * i) for i in range(40))
-    assert r"\begin{aligned}" in fmt(long)[0]["text/latex"]
+    tex = fmt(long)[0]["text/latex"]
+    assert r"\begin{aligned}" in tex
+    # rows a phone shows whole (the PDF prints the same rows)
+    rows = tex.removeprefix("$\\displaystyle \\begin{aligned}").removesuffix("\\end{aligned}$")
+    assert all(math_width(r.replace("&", "")) <= printforms.DISPLAY_PT for r in rows.split("\\\\\n"))
+    # an expression wider than a phone, narrower than the PDF's line: in rows all the same
+    mid = sum(sp.Symbol(f"y_{{{i}}}") * x**i for i in range(12))
+    assert math_width(sp.latex(mid)) < LINE_PT
+    assert r"\begin{aligned}" in fmt(mid)[0]["text/latex"]
     assert printforms.register(None) is True                 # None: the running shell, ip
 
 

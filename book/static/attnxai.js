@@ -6,6 +6,7 @@
 //   on a line of its own above it and shadows at the edge where more content is;
 // - something inside a sentence (an inline formula MathJax cannot break, a long literal)
 //   scrolls within its line, the shadows its only cue: no label inside a paragraph.
+// A table with a narrow view shows it where the full table is wider than its column.
 // The check runs on a settled page: web fonts loaded (they move line breaks), MathJax's
 // typesetting done (it changes widths) and the layout unchanged across two animation frames; it
 // repeats until it changes nothing, then marks the page (data-attnxai-settled). Any later change
@@ -26,7 +27,9 @@
 
   // MathJax's copy of each formula as MathML for screen readers is clipped to nothing, whatever
   // its width: never content that a reader sees.
-  function unseen(el) { return !!el.closest("mjx-assistive-mml, .attnxai-scroll-hint"); }
+  // Nor is what a closed <details> holds (a table's full view on a phone, a hidden output):
+  // Chromium lays it out all the same. Opened, it resizes the article, and the page settles again.
+  function unseen(el) { return !!el.closest("mjx-assistive-mml, .attnxai-scroll-hint, details:not([open]) > :not(summary)"); }
 
   function inline(el) { return getComputedStyle(el).display.indexOf("inline") === 0; }
 
@@ -74,6 +77,25 @@
         img.addEventListener("click", function () { window.open(img.src, "_blank"); });
       }
     });
+  }
+
+  // Tables with a narrow view (attnxai.chapters.tables, phone=): the full table where it fits
+  // its column; where it does not (a phone), the narrow view, the full table collapsed under it.
+  // Measured on the full table itself, so the choice does not depend on what a pass changed.
+  function tableViews(art) {
+    var changes = 0;
+    art.querySelectorAll(".attnxai-tables[data-attnxai-phone]").forEach(function (box) {
+      var full = box.querySelector(".attnxai-table-full"), phone = box.querySelector(".attnxai-table-phone");
+      var table = full && full.querySelector("table");
+      if (!table || !phone) return;
+      var before = full.hidden;
+      full.hidden = false;
+      var wide = table.getBoundingClientRect().width > full.clientWidth + 1;
+      full.hidden = wide;
+      phone.hidden = !wide;
+      if (before !== wide) changes++;
+    });
+    return changes;
   }
 
   // A box that scrolls its own content (an output that is longer or wider than the room it is
@@ -138,7 +160,7 @@
 
   // One pass over the article; returns how many boxes it marked, unmarked or made to scroll.
   function fix(art) {
-    var changes = 0;
+    var changes = tableViews(art);
     sizeFigures(art);
     var right = art.getBoundingClientRect().right + 1;
     // boxes with nothing past the column any more lose their cue (e.g. after a resize)

@@ -8,9 +8,10 @@ as IPython display formatters, so no chapter needs code of its own:
   HTML shows (:func:`table_latex`: the Styler's formats, hidden index or columns, the cells as
   text), with columns sized to fit the page. The site keeps the HTML (_config.yml ranks
   ``text/html`` before ``text/latex``); the PDF, which cannot show HTML, takes the LaTeX.
-* **SymPy.** An expression wider than the page is broken over lines (:func:`sympy_latex`): an
-  equation at its sign, a sum between its terms, a product at its widest sum, a fraction in its
-  numerator or denominator. Widths are estimated with matplotlib's mathtext, which typesets
+* **SymPy.** An expression wider than a phone's column (:data:`DISPLAY_PT`; the site and the
+  PDF show the same rows) is broken over lines (:func:`sympy_latex`): an equation at its sign, a
+  sum between its terms, a product at its widest sum, a fraction in its numerator or
+  denominator. Widths are estimated with matplotlib's mathtext, which typesets
   within a few per cent of TeX. An expression that fits is printed exactly as SymPy prints it.
 """
 
@@ -21,8 +22,14 @@ from functools import lru_cache
 from html.parser import HTMLParser
 
 #: The width of a cell output in the PDF, in points (the 468 pt text block less the 20 pt indent
-#: of outputs); SymPy output is broken to fit it, tables are sized against it.
+#: of outputs); tables are sized against it.
 LINE_PT = 448.0
+#: The width SymPy output is broken for, in points at 10 pt (an em is 10 pt): a phone's column.
+#: The site and the PDF show the same LaTeX, and MathJax keeps a fraction whole
+#: (book/static/attnxai-mathjax.js), so an expression is set in rows that a 390 px screen shows
+#: whole: its 358 px column is 22 em at MathJax's 16 px em, less room for a row's indent; the PDF
+#: prints the same rows in its wider column.
+DISPLAY_PT = 200.0
 #: Font size of the PDF's body text, in points (the size mathtext measures at).
 FONT_PT = 10.0
 #: Text in tables: average advance of a character at 10 pt, in points (serif body font; a
@@ -105,7 +112,14 @@ TABLE_MARK = "% attnxai.printforms table"     # as it was before the module move
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
                 "%": r"\%", "#": r"\#", "_": r"\_", "~": r"\textasciitilde{}",
                 "^": r"\textasciicircum{}", "\u00a0": "~"}
-_NUMBER = re.compile(r"^[-+\u2212]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*%?$|^(nan|NaN|inf|-inf)$")
+_NUMBER = re.compile(r"^[-+\u2212]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*%?$|^(nan|NaN|inf|-inf)$"
+                     r"|^[\u2013\u2212]$|^[-\u2212]?\u221e$")   # a missing value's dash, infinity
+
+
+def is_number_text(text: str) -> bool:
+    """Whether a table cell's text is a number (``1,234``, ``-0.5``, ``12 %``, ``4.0e-15``): a
+    column of them is right-aligned."""
+    return bool(_NUMBER.match(text.strip()))
 
 
 def tex_escape(text: str) -> str:
@@ -488,11 +502,11 @@ def register(ip=None) -> bool:
         printed = obj._repr_latex_()
         if printed is None or not isinstance(obj, (sp.Add, sp.Mul, sp.core.relational.Relational)):
             return printed
-        return sympy_latex(obj, printed=printed)
+        return sympy_latex(obj, printed=printed, line_pt=DISPLAY_PT)
 
     latex.for_type(sp.Basic, fitted)
     return True
 
 
-__all__ = ["LINE_PT", "TABLE_MARK", "fit_columns", "math_width", "register", "sympy_latex",
-           "table_latex", "tex_escape"]
+__all__ = ["DISPLAY_PT", "LINE_PT", "TABLE_MARK", "fit_columns", "is_number_text", "math_width", "register",
+           "sympy_latex", "table_latex", "tex_escape"]
