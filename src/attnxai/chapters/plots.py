@@ -26,13 +26,29 @@ MAX_WIDTH = 7.2
 MIN_FONT = 10
 
 
+#: Line styles that matplotlib's lines take in turn with the colours (the book's
+#: ``axes.prop_cycle``): lines told apart in print, where the colours become greys. MARKERS:
+#: for points (error bars, scatters) that a greyscale print must tell apart, one a group.
+LINE_STYLES = ("-", (0, (4, 1.5)), (0, (1, 1.2)), (0, (5, 1.5, 1, 1.5)), (0, (9, 2.5)),
+               (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (9, 2, 1, 2, 1, 2)), (0, (2, 2)),
+               (0, (12, 2, 3, 2)), (0, (6, 1, 1, 1, 1, 1, 1, 1)), (0, (14, 3)))
+MARKERS = ("o", "s", "^", "D", "v", "X", "P", "*", "<", "h", ">", "p")
+
+
 def setup() -> None:
     """The book's figure style (call once per chapter): 100 dpi on screen, 2x in the notebook
-    output (retina PNG), text of at least 10 pt, figures at most :data:`MAX_WIDTH` inches wide;
-    and the print forms of tables and SymPy output (:func:`attnxai.chapters.printforms.register`; call
+    output (retina PNG), text of at least 10 pt, figures at most :data:`MAX_WIDTH` inches wide,
+    lines told apart by their style as well as their colour (:data:`LINE_STYLES`); each displayed
+    figure is checked in grey (:func:`grey_twins`, recorded in its output's metadata); and the
+    print forms of tables and SymPy output (:func:`attnxai.chapters.printforms.register`; call
     it after ``sympy.init_printing``)."""
+    from cycler import cycler
+
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
+    colours = sns.color_palette("colorblind", len(LINE_STYLES))
     plt.rcParams.update({
+        "axes.prop_cycle": cycler(color=colours) + cycler(linestyle=list(LINE_STYLES)),
+        "lines.markersize": 5,
         "figure.dpi": 100, "savefig.dpi": 200, "savefig.bbox": "tight",
         "figure.figsize": (MAX_WIDTH, 3.4),
         "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11,
@@ -63,9 +79,78 @@ def readable(fig, min_font: float = MIN_FONT) -> bool:
     return changed
 
 
+#: Two legend keys of the same line style and marker print the same when their greys (0 black,
+#: 1 white, as a greyscale printer renders the colour on white paper) differ by less than this.
+GREY_STEP = 0.15
+#: The key of an output's image metadata where :func:`setup`'s display hook records the check.
+GREY_METADATA = "attnxai_grey"
+
+
+def grey(colour, alpha: float | None = None) -> float:
+    """The grey a greyscale printer renders ``colour`` (any matplotlib colour, with its alpha,
+    or ``alpha`` when given: an artist's own) as on white paper: ITU-R 601 luma of the colour
+    blended with white; 0 black, 1 white."""
+    from matplotlib.colors import to_rgba
+
+    r, g, b, a = to_rgba(colour, alpha)
+    luma = 0.299 * r + 0.587 * g + 0.114 * b
+    return 1.0 - a * (1.0 - luma)
+
+
+def _grey_key(handle):
+    """A legend key as printed in grey: (its grey, its dash pattern, its marker), or None for a
+    key that is not a line or scattered points (bars and areas are named by their axis)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+
+    if isinstance(handle, Line2D):
+        style = handle.get_linestyle()
+        # the dash pattern itself (every custom dash reads "--" through get_linestyle)
+        dashes = None if style in ("-", "solid", "None", "none", " ", "") else \
+            getattr(handle, "_unscaled_dash_pattern", style)
+        marker = handle.get_marker()
+        marker = None if marker in (None, "None", "none", "", " ") else str(marker)
+        line = handle.get_color() if style not in ("None", "none", " ", "") else \
+            handle.get_markerfacecolor()
+        return (grey(line, handle.get_alpha()), "none" if style in ("None", "none", " ", "") else str(dashes),
+                marker, handle.get_fillstyle() if marker else None)
+    if isinstance(handle, PathCollection):
+        faces = handle.get_facecolor()
+        paths = handle.get_paths()
+        shape = tuple(np.round(paths[0].vertices, 2).ravel()) if len(paths) else None
+        return (grey(faces[0], handle.get_alpha()) if len(faces) else 1.0, "none",
+                str(hash(shape)), None)
+    return None
+
+
+def _legends(fig):
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        if legend is not None:
+            yield legend
+
+
+def grey_twins(fig) -> list[tuple[str, str]]:
+    """Pairs of labels of one legend of ``fig`` whose keys print the same in grey: the same dash
+    pattern and the same marker, and greys (:func:`grey`) closer than :data:`GREY_STEP`. Empty
+    for a figure that a reader of a greyscale print can decode, which the book asks of every line
+    plot (lines told apart by their style or marker as well as their colour)."""
+    twins = []
+    for legend in _legends(fig):
+        keys = [(text.get_text(), key) for handle, text in
+                zip(legend.legend_handles, legend.get_texts())
+                if (key := _grey_key(handle)) is not None]
+        for i, (a, ka) in enumerate(keys):
+            for b, kb in keys[i + 1:]:
+                if ka[1:] == kb[1:] and abs(ka[0] - kb[0]) < GREY_STEP:
+                    twins.append((a, b))
+    return twins
+
+
 def _readable_when_displayed() -> None:
     """Inside IPython, apply :func:`readable` to every matplotlib figure before it is rendered
-    for display (the inline backend displays figures through these formatters)."""
+    for display (the inline backend displays figures through these formatters), and record
+    :func:`grey_twins` in the image's metadata (``GREY_METADATA``: the legend keys that print
+    the same in grey; tests/test_book.py reads it from every figure of the built book)."""
     try:
         from IPython import get_ipython
         from matplotlib.figure import Figure
@@ -84,7 +169,12 @@ def _readable_when_displayed() -> None:
 
         def render_readable(fig, *args, _render=render, **kwargs):
             readable(fig)
-            return _render(fig, *args, **kwargs)
+            out = _render(fig, *args, **kwargs)
+            if out is None:
+                return out
+            data, meta = out if isinstance(out, tuple) else (out, {})
+            twins = grey_twins(fig)
+            return data, {**(meta or {}), GREY_METADATA: {"twins": [list(t) for t in twins]}}
 
         render_readable._attnxai_readable = True
         fmt.for_type(Figure, render_readable)
@@ -488,8 +578,9 @@ def ci_forest(table, *, y: str = "method", hue: str | None = None, x: str = "mea
             xs.append(float(r[x]))
             err[0].append(float(r[x]) - float(r[lo]))
             err[1].append(float(r[hi]) - float(r[x]))
-        ax.errorbar(xs, ys, xerr=err, fmt="o", ms=4, capsize=2, color=colors[j],
-                    label=None if h is None else str(h))
+        # each group its own marker too: the groups are told apart in a greyscale print
+        ax.errorbar(xs, ys, xerr=err, fmt=MARKERS[j % len(MARKERS)], ms=4, capsize=2,
+                    color=colors[j], label=None if h is None else str(h))
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels(order)
     ax.set_ylim(len(order) - 0.5, -0.5)
