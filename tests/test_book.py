@@ -78,6 +78,54 @@ def test_sympy_symbols_are_readable(quick_model):
 
 
 @pytest.mark.slow
+def test_every_figure_reads_in_greyscale(quick_model):
+    """Printed in grey, every line plot of the book can still be read: each figure a chapter
+    displays went through plots.setup()'s display hook, which records in the image's metadata
+    the legend keys that print the same in grey (plots.grey_twins: same line style, same marker,
+    greys closer than plots.GREY_STEP), and no figure has any."""
+    from pathlib import Path
+
+    from attnxai.chapters import plots
+    from booksite import OUT, ROOT
+
+    try:
+        build_site()
+    except BuildFailed as exc:
+        pytest.fail(str(exc))
+    from jupyter_cache import get_cache
+
+    # the chapters as the build executed them: each one's latest record in the execution cache
+    # (myst-nb's jupyter_execute copies keep no outputs when the cache answers)
+    cache = get_cache(OUT / "_build" / ".jupyter_cache-quick")
+    latest = {}
+    for record in sorted(cache.list_cache_records(), key=lambda r: r.created):
+        latest[Path(record.uri).stem] = record
+    chapters = [md.stem for md in sorted((ROOT / "notebooks").glob("*.md"))]
+    assert set(chapters) <= set(latest), f"chapters not in the execution cache: " \
+        f"{sorted(set(chapters) - set(latest))}"
+    unchecked, twins, figures = [], [], 0
+    for stem in chapters:
+        nb = cache.get_cache_bundle(latest[stem].pk).nb
+        path = Path(stem)
+        for k, cell in enumerate(nb["cells"]):
+            for out in cell.get("outputs", []):
+                plain = "".join(out.get("data", {}).get("text/plain", ""))
+                if "image/png" not in out.get("data", {}):
+                    if plain.startswith("<Figure size"):     # a figure its formatter failed on
+                        unchecked.append(f"{path.stem} cell {k} (not drawn: {plain})")
+                    continue
+                figures += 1
+                check = (out.get("metadata", {}).get("image/png") or {}).get(plots.GREY_METADATA)
+                if check is None:
+                    unchecked.append(f"{path.stem} cell {k}")
+                elif check["twins"]:
+                    twins.append(f"{path.stem} cell {k}: {check['twins'][:4]}")
+    assert figures, "no figure in the executed chapters"
+    assert not unchecked, f"figures displayed without the book's grey check: {unchecked}"
+    assert not twins, "legend keys that print the same in grey (give each line a style or " \
+        "marker: seaborn's style=, or the book's line cycle):\n" + "\n".join(twins)
+
+
 def test_student_site_has_no_solutions(quick_model):
     """The student edition (`make student`'s site): every exercise, no solution, neither on the
     pages nor in the downloadable sources; it reuses the test build's executed chapters."""
@@ -118,6 +166,16 @@ def test_student_site_has_no_solutions(quick_model):
     for src in (html / "_sources").rglob("*"):
         if src.suffix in (".md", ".ipynb"):
             assert "{solution" not in src.read_text(), src
+    # nothing in the student edition says where the solutions are (the teachers' note in
+    # book/launch.md is for the instructor edition only), neither on a page nor in a source
+    import re
+
+    where = re.compile(r"solutions stay on|main branch|instructor edition at the top", re.IGNORECASE)
+    assert where.search((teacher / "book" / "launch.html").read_text()), \
+        "the instructor edition's teachers' note moved: update this check"
+    leaks = [str(p.relative_to(html)) for p in html.rglob("*")
+             if p.suffix in (".html", ".md", ".ipynb", ".txt") and where.search(p.read_text())]
+    assert not leaks, f"the student edition says where the solutions are: {leaks}"
 
 
 def test_student_launch_buttons_open_the_student_branch(quick_model):
