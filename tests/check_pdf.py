@@ -18,9 +18,17 @@
   as nothing);
 * the editions (``--edition``): no solution in the student's PDF; in the instructor's, every
   solution after its chapter's exercises, linked both ways;
-* what paper cannot do: text for the site only (click, hover, Binder, Colab, a scroll cue, the
-  launch cell's cache line), figures cited by their place ("the plot above") or never by number,
-  figure text shrunk under 7 pt; and NaN, dict reprs or placeholders printed as values.
+* what paper cannot do: text for the site only (click, hover, Binder, Colab, a launch button,
+  "the cell below", a scroll cue, the launch cell's cache line), figures cited by their place
+  ("the plot above") or never by number, figure text shrunk under 7 pt; and NaN, dict reprs or
+  placeholders printed as values; the paper's figures and sections named without "the paper's"
+  (the book numbers its own: "Figure 4" alone reads as the book's);
+* a print cut a teacher can hand out: code wrapped over lines (the ↪ mark) and code blocks split
+  across pages (Sphinx's "continues on next page") within their budgets (print shows only the
+  code a chapter teaches); no empty page (nothing in the text block: part titles have theirs);
+  no git hash, load average or "uncommitted" on a chapter's pages (the provenance of the numbers
+  is on the reproducibility page); in the student's PDF, nothing that says where the solutions
+  are.
 
     python tests/check_pdf.py _build/pdfcheck/_build/latex [--shots DIR] [--edition student]
 
@@ -133,14 +141,25 @@ def _unescape(text: str) -> str:
 
 
 # ---------------------------------------------------------------- numbering
+def web_only_pages() -> tuple[str, ...]:
+    """The pages the book's extension leaves out of print (book/_ext/attnxai_book.py)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from attnxai_book import WEB_ONLY_PAGES
+
+    return WEB_ONLY_PAGES
+
+
 def expected_chapters(toc_file: Path = ROOT / "_toc.yml") -> list[tuple[str, str, int | None]]:
-    """(docname, title, site number or None) of every chapter, in the order of _toc.yml (the
-    chapters of numbered parts are numbered on, across parts, as jupyter-book numbers them)."""
+    """(docname, title, site number or None) of every chapter in print, in the order of _toc.yml
+    (the chapters of numbered parts are numbered on, across parts, as jupyter-book numbers them;
+    the pages for the site only are not in print)."""
     toc = yaml.safe_load(toc_file.read_text())
     out, n = [], 0
     for part in toc.get("parts", []):
         for chapter in part.get("chapters", []):
             name = chapter["file"]
+            if name in web_only_pages():
+                continue
             path = ROOT / (name if Path(name).suffix else name + ".md")
             title = next((line[2:].strip() for line in path.read_text().splitlines()
                           if line.startswith("# ")), name)
@@ -149,6 +168,19 @@ def expected_chapters(toc_file: Path = ROOT / "_toc.yml") -> list[tuple[str, str
                 n += 1
                 number = n
             out.append((name, title, number))
+    return out
+
+
+def web_only_pages_printed(latex_dir: Path) -> list[str]:
+    """Titles of the site-only pages (web_only_pages) found in the PDF's table of contents."""
+    toc = (latex_dir / "attnxai-book.toc").read_text()
+    out = []
+    for name in web_only_pages():
+        path = ROOT / (name if Path(name).suffix else name + ".md")
+        title = next(line[2:].strip() for line in path.read_text().splitlines()
+                     if line.startswith("# "))
+        if _plain(title) in _plain(toc):
+            out.append(title)
     return out
 
 
@@ -277,8 +309,29 @@ def overfull_boxes(log: str) -> list[tuple[float, str]]:
 #: Text that only makes sense on the site (a click, a hover, a launch button, a scroll cue), or
 #: that names this machine (the launch cell's cache line).
 WEB_ONLY = re.compile(r"\bclick(?:ing)? to\b|\(also collapsed\)|\bhover(?:ing)? (?:a|the|over)\b|"
-                      r"\brocket\b|\bBinder\b|\bColab\b|scroll sideways|^\s*cache: \S+",
+                      r"\brocket\b|\bBinder\b|\bColab\b|scroll sideways|^\s*cache: \S+|"
+                      r"launch buttons?\b|download (?:button|menu)|\bthe (?:next |previous )?cells? "
+                      r"(?:below|above|checks|fails|says|measures)|\bin the (?:next|previous) cell\b",
                       re.IGNORECASE | re.MULTILINE)
+#: Code wrapped over lines (Sphinx's continuation mark) and code blocks split across pages (its
+#: "continues on next page"): at most a tenth of what print showed before it left out the code
+#: the chapters do not teach (635 marks and 38 split blocks at commit 7c24e1d, quick model).
+WRAP_MARK = "\u21aa"
+SPLIT_MARK = "(continues on next page)"          # a table's says it without brackets
+MAX_WRAPPED_CODE = 63
+MAX_SPLIT_CODE = 3
+#: A git hash or another hex digest, a load average, a note of uncommitted changes: provenance,
+#: which belongs on the reproducibility page, not on a chapter's pages.
+PROVENANCE = re.compile(r"\b(?<!\.)(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b(?![-+]\d)|load averages?\b|"
+                        r"\bload (?:at|before|after)\b|uncommitted", re.IGNORECASE)
+#: The student's edition never says where the solutions are.
+SOLUTIONS_WHERE = re.compile(r"solutions stay on|main branch|instructor edition at the top",
+                             re.IGNORECASE)
+#: The paper's figures and sections, named as such: "Figure 4" alone (no chapter number) must
+#: be preceded by "paper's" (or "its", "the paper ... "), or it reads as one of the book's.
+PAPER_NUMBER = re.compile(r"\b(?:Figure|Fig\.|Section|Table)s? \d+\b(?![.:]\d)"
+                          r"(?!\s*[\u2013-]\s*continued)")       # a long table's running head
+PAPER_NAMED = re.compile(r"(?:paper[’']s|its|paper,|paper \(|authors[’']|their)\s*$", re.IGNORECASE)
 #: A value a table or sentence shows for a missing one, a Python repr, an unfilled placeholder.
 MISSING = re.compile(r"\{'[^'\n]{1,40}': |\b[A-Z]+(?:-[A-Z]+)*_(?:PAPER|QUICK)\b|\{\{\s*[a-z_]+\s*\}\}")
 #: A table cell (pdftotext's layout separates columns by two spaces or more) that prints a
@@ -309,6 +362,70 @@ def web_only_text(pages: list[str]) -> dict[int, list[str]]:
         hits = [m.group(0).strip() for m in WEB_ONLY.finditer(text)
                 # "Alexander Binder" is an author of the bibliography, not a button
                 if not re.search(r"[A-Z][a-z]+\s+$", text[max(0, m.start() - 30):m.start()])]
+        if hits:
+            found[i] = hits
+    return found
+
+
+def code_in_print(pages: list[str]) -> tuple[dict[int, int], list[int]]:
+    """({page: code lines wrapped there}, [pages where a code block continues on the next])."""
+    wrapped = {i: text.count(WRAP_MARK) for i, text in enumerate(pages, 1) if WRAP_MARK in text}
+    split = [i for i, text in enumerate(pages, 1) for _ in range(text.count(SPLIT_MARK))]
+    return wrapped, split
+
+
+def empty_pages(pdf: Path, block: dict[str, float]) -> list[int]:
+    """Pages with no ink in the text block (a blank page, or a running head over nothing); a
+    part's title page has its title there."""
+    left, right = block["left"], block["left"] + block["width"]
+    top, bottom = block["bodytop"], block["bodybottom"]
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        run("pdftoppm", "-r", "36", "-gray", str(pdf), f"{tmp}/p")
+        for path in sorted(Path(tmp).glob("p-*.pgm"), key=lambda p: int(p.stem.split("-")[1])):
+            page = int(path.stem.split("-")[1])
+            ink = np.asarray(Image.open(path)) < INK
+            scale = 36 / 72
+            body = ink[int(top * scale) + 1:int(bottom * scale) - 1, int(left * scale):int(right * scale)]
+            if not body.any():
+                out.append(page)
+    return out
+
+
+def chapter_pages(pages: list[str]) -> list[int]:
+    """The pages of the numbered chapters: from each page that opens with "CHAPTER" to the next
+    page that opens with another heading of the book's own (front or back matter)."""
+    out, inside = [], False
+    for i, text in enumerate(pages, 1):
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        head = lines[0] if lines else ""
+        if head == "CHAPTER":
+            inside = True
+        elif head.isupper() and len(head) > 3 and not head.startswith("CONTENTS"):
+            inside = False                  # an unnumbered chapter: front or back matter
+        if inside:
+            out.append(i)
+    return out
+
+
+def provenance_in_chapters(pages: list[str]) -> dict[int, list[str]]:
+    """{page: hits} of hashes, load averages and "uncommitted" on the chapters' pages."""
+    found = {}
+    for i in chapter_pages(pages):
+        hits = [m.group(0) for m in PROVENANCE.finditer(pages[i - 1])]
+        if hits:
+            found[i] = hits
+    return found
+
+
+def paper_numbers_unnamed(pages: list[str]) -> dict[int, list[str]]:
+    """{page: phrases} where a figure, section or table is named by a number without its chapter
+    ("Figure 4") and without "the paper's" before it: the paper's, read as the book's."""
+    found = {}
+    for i, text in enumerate(pages, 1):
+        flat = " ".join(text.split())
+        hits = [flat[max(0, m.start() - 25):m.end()] for m in PAPER_NUMBER.finditer(flat)
+                if not PAPER_NAMED.search(flat[max(0, m.start() - 25):m.start()])]
         if hits:
             found[i] = hits
     return found
@@ -425,6 +542,8 @@ def main(argv=None) -> int:
                for p, v in sorted(literals.items())))
     numbering = numbering_problems(args.latex_dir, tex)
     report("numbering problems", numbering, "; ".join(numbering[:12]))
+    site_only = web_only_pages_printed(args.latex_dir)
+    report("pages for the site only, printed", site_only, ", ".join(site_only))
     empty = empty_box_titles(tex)
     report("boxes without a title", empty, ", ".join(empty[:12]))
     as_maths = tables_set_as_maths(tex)
@@ -449,6 +568,33 @@ def main(argv=None) -> int:
         bad_pages |= set(found)
         report(name, found, "; ".join(f"p{p} {', '.join(sorted(set(v)))[:80]}"
                                       for p, v in sorted(found.items())[:12]))
+    wrapped, split = code_in_print(pages)
+    n_wrapped = sum(wrapped.values())
+    print(f"code lines wrapped (the {WRAP_MARK} mark): {n_wrapped} on {len(wrapped)} pages "
+          f"(at most {MAX_WRAPPED_CODE}); code blocks split across pages: {len(split)} "
+          f"(at most {MAX_SPLIT_CODE})")
+    over = ([f"{n_wrapped} wrapped code lines"] if n_wrapped > MAX_WRAPPED_CODE else []) + \
+        ([f"{len(split)} split code blocks"] if len(split) > MAX_SPLIT_CODE else [])
+    if over:
+        bad_pages |= set(wrapped) | set(split)
+    report("code beyond the print budget", over,
+           "; ".join(over) + ": pages " + ", ".join(map(str, sorted(set(wrapped) | set(split))[:20])))
+    blank = empty_pages(pdf, block)
+    bad_pages |= set(blank)
+    report("empty pages", blank, "pages " + ", ".join(map(str, blank[:20])))
+    provenance = provenance_in_chapters(pages)
+    bad_pages |= set(provenance)
+    report("hashes, load averages or 'uncommitted' on the chapters' pages", provenance,
+           "; ".join(f"p{p} {', '.join(sorted(set(v)))[:70]}" for p, v in sorted(provenance.items())[:12]))
+    unnamed = paper_numbers_unnamed(pages)
+    bad_pages |= set(unnamed)
+    report("the paper's figures or sections without \"the paper's\"", unnamed,
+           "; ".join(f"p{p} {' | '.join(v)[:90]}" for p, v in sorted(unnamed.items())[:12]))
+    if args.edition == "student":
+        leaks = _hits(SOLUTIONS_WHERE, pages)
+        bad_pages |= set(leaks)
+        report("where the solutions are, in the student's PDF", leaks,
+               "; ".join(f"p{p} {', '.join(v)}" for p, v in sorted(leaks.items())))
     uncited = uncited_figures(tex)
     report("figures never cited by number", uncited, ", ".join(uncited[:12]))
     small = small_figure_text(tex, block)

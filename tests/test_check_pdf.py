@@ -117,6 +117,75 @@ def test_website_only_text_is_found_and_plain_text_is_not():
     found = c.web_only_text(pages)
     assert sorted(found) == [1, 2, 3, 4, 5]
     assert found[3] == ["rocket", "Binder"]
+    print_only = ["its p-value is in the cell below, so\n", "from a launch button.\n",
+                  "(first checked on one seed in the next cell)\n", "and the cell checks them\n",
+                  "the build checks it on one seed; the cells of a grid; see below.\n"]
+    assert sorted(c.web_only_text(print_only)) == [1, 2, 3, 4]
+
+
+# ---------------------------------------------------------------- a print cut a teacher hands out
+def test_wrapped_and_split_code_is_counted():
+    pages = ["x = 1\n  \u21aaand more\n  \u21aaagain\n(continues on next page)\n",
+             "(continued from previous page)\nrest\n", "prose only\n",
+             "a long table\ncontinues on next page\n"]
+    wrapped, split = c.code_in_print(pages)
+    assert wrapped == {1: 2} and split == [1]
+
+
+def test_provenance_only_on_the_chapters_pages_is_found():
+    front = "                REPRODUCIBILITY\ncode: a377cd7a152da6; load average before 3.1\n"
+    chapter = "         CHAPTER\n          ONE\n  THE MODEL\nprofile: quick | model: quick-6468f19043c3e6d1\n"
+    more = "Attention meets\nmax |difference| 1.3306690738754696e-16, 4.0e-15, weights 2e7d32\n"
+    hashes = "the run at commit 22935f8\nwall time 424 s; load average before 0.39\n"
+    back = "                 BIBLIOGRAPHY\ndoi 10.1000/abc1234def\n"
+    pages = [front, chapter, more, hashes, back]
+    assert c.chapter_pages(pages) == [2, 3, 4]
+    found = c.provenance_in_chapters(pages)
+    assert found == {2: ["6468f19043c3e6d1"], 4: ["22935f8", "load average"]}
+
+
+def test_the_papers_figures_are_named_as_the_papers():
+    pages = ["As the paper's Figure 4 shows, and Fig. 6.2 and Figure 6.2 here.\n",
+             "the review of Figure 3, as in Section 5 of the paper\n",
+             "(its Figure 1) and the authors' Table 2\n",
+             "Table 1 – continued from previous page\n"]
+    found = c.paper_numbers_unnamed(pages)
+    assert sorted(found) == [2] and len(found[2]) == 2
+
+
+def test_the_student_pdf_says_nothing_of_where_the_solutions_are():
+    assert c._hits(c.SOLUTIONS_WHERE, ["The solutions stay on the repository's main branch\n",
+                                       "Your teacher has the instructor edition.\n"]) == {
+        1: ["solutions stay on", "main branch"]}
+
+
+def test_the_launch_chapter_is_not_printed(tmp_path):
+    (tmp_path / "attnxai-book.toc").write_text(
+        r"\contentsline {chapter}{Launch and run}{5}{chapter*.2}%" "\n")
+    assert c.web_only_pages_printed(tmp_path) == ["Launch and run"]
+    (tmp_path / "attnxai-book.toc").write_text(r"\contentsline {chapter}{Syllabus}{5}{x}%" "\n")
+    assert c.web_only_pages_printed(tmp_path) == []
+
+
+@pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="poppler-utils not installed")
+def test_empty_pages_are_found(tmp_path):
+    """A page with ink in its text block is not empty, a blank one and one with only a running
+    head above the block are."""
+    from PIL import Image, ImageDraw
+
+    pages = []
+    for kind in ("text", "blank", "head"):
+        im = Image.new("L", (612, 792), 255)            # letter, one pixel a point at 72 dpi
+        draw = ImageDraw.Draw(im)
+        if kind == "text":
+            draw.rectangle((100, 300, 400, 310), fill=0)
+        elif kind == "head":
+            draw.rectangle((72, 40, 540, 48), fill=0)
+        pages.append(im)
+    pdf = tmp_path / "p.pdf"
+    pages[0].save(pdf, save_all=True, append_images=pages[1:], resolution=72)
+    block = {"left": 72.0, "width": 468.0, "bodytop": 72.0, "bodybottom": 720.0}
+    assert c.empty_pages(pdf, block) == [2, 3]
 
 
 def test_missing_values_reprs_and_placeholders_are_found():

@@ -398,6 +398,9 @@ def _latex_config(app, config):
     # a figure stays where the text puts it (float's H): floated, figures landed after the next
     # heading or inside the sentence that cites them
     latex.setdefault("figure_align", "H")
+    # one-sided, and a chapter opens on the next page whatever its side: the two-sided book left
+    # a blank page before most chapters and after every part title (17 pages with nothing)
+    latex.setdefault("extraclassoptions", "openany,oneside")
     config.latex_elements = latex
 
 
@@ -693,11 +696,56 @@ def _own_solutions(node, solution_type, chapter_type):
             yield from _own_solutions(child, solution_type, chapter_type)
 
 
-#: A cell tag: the site shows the cell, print shows only its output (a chapter's imports).
+#: A cell tag: the chapter teaches this cell's code, so print shows it (with its output). Print
+#: is a teacher's hand-out of the prose, theorems, figures, tables and exercises: every other
+#: code cell prints its output only, without the log it writes (``print``, warnings, progress).
+PRINT_CODE = "print-code"
+#: A cell tag: the site shows the cell, print shows only its output (every cell not tagged
+#: PRINT_CODE prints so; the tag says it where a reader of the notebook should know).
 PRINT_OUTPUT_ONLY = "remove-input-print"
 #: A cell tag: the site shows the cell, print leaves it out (an expression wider than any page,
 #: whose size the text states instead).
 PRINT_NOTHING = "remove-cell-print"
+#: Pages for the site only, left out of print: how to launch and run the chapters (buttons,
+#: Binder, Colab, a local install) is no part of a printed course.
+WEB_ONLY_PAGES = ("book/launch",)
+
+
+def _print_cut(cell) -> None:
+    """A code cell as a printed course shows it: its output (figures, tables, maths, generated
+    prose, a value) without its code and without its log (what it printed, its warnings)."""
+    from docutils import nodes
+
+    for part in list(cell.children):
+        if part.get("nb_element") == "cell_code_source":
+            cell.remove(part)
+        elif part.get("nb_element") == "cell_code_output":
+            for block in list(part.findall(nodes.literal_block)):
+                if {"stream", "stderr"} & set(block.get("classes", [])) and block.parent is not None:
+                    block.parent.remove(block)
+
+
+def _objectives_unboxed(doctree) -> None:
+    """A chapter's "Learning objectives" box as a heading and its list in print: a box does not
+    break across pages here (sphinx's framed box moved whole to the next page, leaving the
+    chapters with the longest objectives a title page and nothing else), the list flows on
+    under the chapter's title."""
+    from docutils import nodes
+
+    for box in list(doctree.findall(nodes.admonition)):
+        title = box.children[0] if box.children and isinstance(box[0], nodes.title) else None
+        if title is None or title.astext().strip() != "Learning objectives" or box.parent is None:
+            continue
+        box.replace_self([nodes.rubric("", "Learning objectives"), *box.children[1:]])
+
+
+def _drop_web_only_pages(doctree) -> None:
+    """The pages of WEB_ONLY_PAGES, left out of the assembled book."""
+    from sphinx import addnodes
+
+    for sof in list(doctree.findall(addnodes.start_of_file)):
+        if sof.get("docname") in WEB_ONLY_PAGES and sof.parent is not None:
+            sof.parent.remove(sof)
 
 
 def _latex_transforms(app):
@@ -707,8 +755,9 @@ def _latex_transforms(app):
         """Before sphinx-jupyterbook-latex drops hidden cell parts (400): an output collapsed on
         the site (``hide-output``: a SymPy expression shown on request) is printed, since paper
         cannot be clicked (attnxai.chapters.printforms breaks it over lines); a cell tagged
-        ``remove-input-print`` loses its input in print only, one tagged ``remove-cell-print``
-        is left out of print."""
+        ``remove-cell-print`` is left out of print; every other cell loses its code and its log
+        (stream output) in print, unless it is tagged ``print-code`` (the chapter teaches that
+        code)."""
         default_priority = 390
 
         def apply(self, **kwargs):
@@ -733,10 +782,8 @@ def _latex_transforms(app):
                 if PRINT_NOTHING in tags:
                     cell.parent.remove(cell)
                     continue
-                if PRINT_OUTPUT_ONLY in tags:
-                    for part in list(cell.children):
-                        if part.get("nb_element") == "cell_code_source":
-                            cell.remove(part)
+                if PRINT_CODE not in tags:
+                    _print_cut(cell)
 
     app.add_post_transform(LatexCellsFirst)
 
@@ -748,6 +795,8 @@ def _latex_transforms(app):
             if not _latex_only(self):
                 return
             _restore_latex_numbering(self.app)
+            _drop_web_only_pages(self.document)
+            _objectives_unboxed(self.document)
             _drop_empty_chapters(self.document)
             _LatexNumbering.apply(self.document, self.env)
             _LatexProofTitles.apply(self.document)
