@@ -158,6 +158,10 @@ def test_strip_solutions_forms():
             "::::{solution} ex2\nz\n::::\n\nc\n\n"
             "```{solution-start} ex3\n```\nhidden\n```{code-cell}\n1\n```\n```{solution-end}\n```\n\nd\n")
     assert course.strip_solutions_md(text) == "a\n\nb\n\nc\n\nd\n"
+    # text for teachers (where the solutions are) leaves with them; the student's stays
+    teachers = ("a\n\n````{only} instructor\n- the solutions are on main\n````\n\n"
+                "```{only} instructor and latex\nx\n```\n\n```{only} student\ns\n```\n")
+    assert course.strip_solutions_md(teachers) == "a\n\n```{only} student\ns\n```\n"
 
 
 def test_start_falls_back_to_quick_without_a_trained_paper_model(tmp_path, monkeypatch, capsys,

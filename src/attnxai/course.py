@@ -109,12 +109,14 @@ def shown_path(path: str | os.PathLike) -> str:
 
 
 # ---------------------------------------------------------------- solutions
-_FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\s*\{solution(?P<gated>-start)?\}")
+_FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\s*\{(?:solution(?P<gated>-start)?\}"
+                         r"|only\}\s+instructor\b)")
 _GATED_END = re.compile(r"^(?P<fence>`{3,}|:{3,})\s*\{solution-end\}")
 
 
 def strip_solutions_md(text: str) -> str:
-    """``text`` without its ``{solution}`` blocks (backtick or colon fences, any length).
+    """``text`` without its ``{solution}`` blocks (backtick or colon fences, any length), nor
+    its ``{only} instructor`` blocks (text for teachers: where the solutions are).
 
     sphinx-exercise's gated form (``{solution-start}`` ... ``{solution-end}``) is removed too.
     """
