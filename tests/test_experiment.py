@@ -343,3 +343,27 @@ def test_a_summary_is_read_with_its_header_apart(tmp_path, monkeypatch):
     frame = bookdata.read_summary("t.csv")
     assert list(frame.columns) == ["method", "mean"] and frame["mean"].tolist() == [0.5, -0.25]
     assert bookdata.summary_header("t.csv") == ["command: run --out …/run_2", "wall: 3 s"]
+
+
+def test_provenance_lists_every_summary_once_with_its_header(tmp_path):
+    """The reproducibility page's list (bookdata.provenance): one group per distinct header, the
+    files that share it named on its first row, every header line but the settings, files
+    without a header left out; and over the committed summaries, every one with a header."""
+    from attnxai.experiment import bookdata
+
+    (tmp_path / "a.csv").write_text("# command: run --out /srv/x/r\n# settings: {}\n"
+                                    "#   code: 1234567abc; load average before 2.5\nx\n1\n")
+    (tmp_path / "b.csv").write_text((tmp_path / "a.csv").read_text())
+    (tmp_path / "c.csv").write_text("# python make_c.py\nx\n2\n")
+    (tmp_path / "d.csv").write_text("x\n3\n")
+    table = bookdata.provenance(tmp_path)
+    assert table.to_dict("records") == [
+        {"summaries": "a.csv, b.csv", "recorded": "command: run --out …/r"},
+        {"summaries": "", "recorded": "code: 1234567abc; load average before 2.5"},
+        {"summaries": "c.csv", "recorded": "python make_c.py"}]
+    committed = bookdata.provenance()
+    folder = bookdata.book_data("weights_fingerprints.csv").parent
+    with_header = {p.name for p in folder.glob("*.csv") if p.read_text().startswith("#")}
+    named = {n for cell in committed.summaries if cell for n in cell.split(", ")}
+    assert named == with_header
+    assert not committed.recorded.str.startswith("settings").any()

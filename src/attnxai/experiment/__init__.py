@@ -9,13 +9,14 @@
 * :mod:`~attnxai.experiment.store`: the results folders (parquet parts, ``_meta.json``,
   ``_runs.jsonl``).
 * :func:`book_data`: the committed summaries the chapters read; :func:`write_summary` and
-  :func:`runs_header` write them (the scripts in ``book/data``).
+  :func:`runs_header` write them (the scripts in ``book/data``); :func:`provenance` lists where
+  each comes from (the reproducibility page).
 """
 
 from __future__ import annotations
 
-from .bookdata import (book_data, header_lines, read_summary, results_header, runs_header,
-                       same_weights, summary_header, write_summary)
+from .bookdata import (book_data, header_lines, provenance, read_summary, results_header,
+                       runs_header, same_weights, summary_header, write_summary)
 from .lime_corpus import (COLUMNS, ORDER_SEED, LimeCorpus, LimeStudySettings,
                           approximation_columns, approximation_names, full_length_reviews,
                           lime_row, lime_seed, lime_summary, review_order, run_lime_corpus)
@@ -26,6 +27,6 @@ from .transport import ModelRef
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeStudySettings", "ModelRef", "RunReport", "Study",
            "approximation_columns", "approximation_names", "book_data", "full_length_reviews",
            "header_lines", "lime_row", "lime_seed", "lime_summary",
-           "load_results", "read_summary", "review_order", "results_header", "run", "run_lime_corpus",
+           "load_results", "provenance", "read_summary", "review_order", "results_header", "run", "run_lime_corpus",
            "runs_header",
            "same_weights", "summary_header", "write_summary"]

@@ -10,8 +10,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WEIGHTS_LABEL", "book_data", "header_lines", "read_summary", "recorded_weights",
-           "results_header", "runs_header", "same_weights", "summary_header", "write_summary"]
+__all__ = ["WEIGHTS_LABEL", "book_data", "header_lines", "provenance", "read_summary",
+           "recorded_weights", "results_header", "runs_header", "same_weights", "summary_header",
+           "write_summary"]
 
 
 def book_data(name: str, start: str | os.PathLike | None = None) -> Path:
@@ -47,6 +48,29 @@ def summary_header(name: str) -> list[str]:
     """A committed summary's header for a chapter: :func:`header_lines` of ``book_data(name)``
     (commands, code, wall times; paths masked) without its ``settings`` lines."""
     return [line for line in header_lines(book_data(name)) if not line.startswith("settings")]
+
+
+def provenance(folder: str | os.PathLike | None = None):
+    """Where every committed summary of ``book/data`` comes from, for the reproducibility page (the
+    one place a reader meets commits, load averages and machine notes): a DataFrame with one row
+    per header line (:func:`header_lines`, the ``settings`` lines left out), columns
+    ``summaries`` (the files that share the header, named on the first row of the group, blank
+    below) and ``recorded`` (the line). Files with the same header (one run, several summaries)
+    form one group; files without a header are left out."""
+    import pandas as pd
+
+    folder = Path(folder) if folder is not None else book_data("weights_fingerprints.csv").parent
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for path in sorted(folder.glob("*.csv")):
+        lines = tuple(line for line in header_lines(path) if not line.startswith("settings"))
+        if lines:
+            groups.setdefault(lines, []).append(path.name)
+    rows = []
+    for lines, names in groups.items():
+        for k, line in enumerate(lines):
+            rows.append({"summaries": ", ".join(names) if k == 0 else "",
+                         "recorded": " ".join(line.split())})
+    return pd.DataFrame(rows, columns=["summaries", "recorded"])
 
 
 def read_summary(name: str):
