@@ -98,3 +98,21 @@ def test_paired_shift_follows_the_differences():
     assert "do not measurably change x" in prose.paired_shift(rng.normal(0, 0.05, 300), "x")
     with pytest.raises(ValueError, match="finite"):
         prose.paired_shift([0.1, np.nan], "x")
+
+
+def test_a_quoted_review_shows_its_words_not_markup():
+    """prose.quote: a review's own text in a displayed sentence, its <br /> as spaces and every
+    Markdown or MyST markup character escaped (rendered, it reads as the review does)."""
+    from markdown_it import MarkdownIt
+
+    from attnxai.chapters.prose import quote
+
+    review = "A *great* film<br /><br />1. with $5, [a link](x) and `code` #1 -- <b>bold</b>_x_"
+    text = quote(review)
+    html = MarkdownIt("commonmark").render(text)
+    assert "<em>" not in html and "<a " not in html and "<code>" not in html \
+        and "<ol>" not in html and "<b>" not in html
+    visible = MarkdownIt("commonmark").render(text).replace("<p>", "").replace("</p>", "").strip()
+    import html as h
+    assert h.unescape(visible) == ("A *great* film 1. with $5, [a link](x) and `code` #1 -- "
+                                   "<b>bold</b>_x_")

@@ -122,6 +122,16 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a0 <= b1 and b0 <= a1
 
 
+def quote(text: str) -> str:
+    """``text`` (a review as IMDb stores it) as plain Markdown: its line breaks (``<br />``) as
+    spaces and every character Markdown or MyST would read as markup escaped, so that a
+    ``display(Markdown(...))`` shows the words, not emphasis, links, HTML or maths."""
+    import re
+
+    flat = " ".join(re.sub(r"<br\s*/?>", " ", str(text)).split())
+    return re.sub(r"([\\`*_{}\[\]<>()#+\-!|$~^=:.])", r"\\\1", flat)
+
+
 def listing(items) -> str:
     """Words as a sentence lists them: ``a``, ``a and b``, ``a, b and c``."""
     items = [str(x) for x in items]
