@@ -121,6 +121,27 @@ def test_a_fraction_breaks_its_numerator_or_its_denominator():
     assert r"\begin{gathered}" in tex and tex.startswith(r"$\displaystyle \begin{aligned}&\frac{e^{a_{1}}}")
 
 
+def test_a_fraction_too_wide_for_a_phone_stays_one_fraction_in_rows():
+    """Rows for a phone (DISPLAY_PT): a term whose denominator is wider than the row keeps its
+    fraction whole, its denominator (and a numerator too wide) set in rows; an equation whose
+    right side does not break goes under its left side."""
+    a = sp.symbols("a_1:7")
+    x = sp.Symbol("x")
+    den = sum(sp.exp(ai * x + ai ** 2) for ai in a)            # about 250 pt wide
+    assert math_width(sp.latex(den)) > printforms.DISPLAY_PT
+    term = sp.exp(a[0] * x) * (a[1] + a[2]) / den
+    tex = sympy_latex(sp.Eq(sp.Symbol("S"), term + term.subs(a[0], a[1])),
+                      line_pt=printforms.DISPLAY_PT)
+    assert tex.count(r"\frac{") == 2 and r"}{\begin{gathered}" in tex
+    # every part of the printed LaTeX is still a fraction of the same pieces
+    assert tex.count(r"\begin{gathered}") == tex.count(r"\end{gathered}")
+    s, d = sp.symbols("s d", positive=True, integer=True)
+    eq = sp.Eq(sp.Integral(x ** s * (1 - x) ** (d - s - 1), (x, 0, 1)),
+               sp.gamma(d - s) * sp.gamma(s + 1) / sp.gamma(d + 1))
+    rows = sympy_latex(eq, line_pt=printforms.DISPLAY_PT).split("\\\\\n")
+    assert len(rows) == 2 and rows[1].startswith("&= ")
+
+
 def test_an_unbreakable_wide_expression_is_left_whole():
     x = sp.Symbol("x")
     wide = sp.exp(sp.Add(*[x**k for k in range(1, 60)]))       # a power: no place to break

@@ -338,6 +338,14 @@ def sympy_latex(expr, *, line_pt: float = LINE_PT, printed: str | None = None) -
     return "$\\displaystyle \\begin{aligned}" + " \\\\\n".join(rows) + "\\end{aligned}$"
 
 
+def _gathered(rows: list[str]) -> str:
+    """One row as it is, several in a ``gathered`` block (a numerator or a denominator)."""
+    if len(rows) == 1:
+        return rows[0]
+    return (r"\begin{gathered}" + r" \\ ".join(rows[:1] + [_binary(r) for r in rows[1:]])
+            + r"\end{gathered}")
+
+
 def _binary(row: str) -> str:
     """A row that starts with + or - continues a sum: ``{}`` before the sign spaces it as the
     binary operator it is, not as a unary sign."""
@@ -373,6 +381,10 @@ class _Breaker:
                 first, *more = self.lines(expr.rhs, self.line)
                 return [lhs, f"&{rel} {first}"] + ["&" + self.INDENT + _binary(p) for p in more]
             parts = self.lines(expr.rhs, budget)
+            if len(parts) == 1 and not self.fits(f"{lhs} {rel} {parts[0]}", self.line):
+                # a right side that does not break and does not fit beside the left: its own row
+                first, *more = self.lines(expr.rhs, self.line)
+                return [lhs, f"&{rel} {first}"] + ["&" + self.INDENT + _binary(p) for p in more]
             return [head + parts[0]] + ["&" + self.INDENT + _binary(p) for p in parts[1:]]
         parts = self.lines(expr, self.line)
         return ["&" + parts[0]] + ["&" + self.INDENT + _binary(p) for p in parts[1:]]
@@ -399,11 +411,13 @@ class _Breaker:
             num = [f for f in factors if not (f.is_Pow and f.exp.is_negative)]
             den_tex = self.tex(sp.Mul(*den, evaluate=False)) if den else ""
             num_tex = self.tex(sp.Mul(*num, evaluate=False)) if num else "1"
-            if den and not self.fits(den_tex, first) and self.fits(num_tex, first):
-                rows = self.lines(sp.Mul(*den, evaluate=False), first, first - self.indent_pt)
-                return [rf"\frac{{{num_tex}}}{{\begin{{gathered}}"
-                        + r" \\ ".join(rows[:1] + [_binary(r) for r in rows[1:]])
-                        + r"\end{gathered}}"]
+            if den and not self.fits(den_tex, first):
+                # a denominator too wide for the line: the fraction stays one fraction, its
+                # denominator (and its numerator, if it is too wide too) set in rows
+                den_rows = self.lines(sp.Mul(*den, evaluate=False), first, first - self.indent_pt)
+                num_rows = [num_tex] if self.fits(num_tex, first) or not num else \
+                    self.lines(sp.Mul(*num, evaluate=False), first, first - self.indent_pt)
+                return [rf"\frac{{{_gathered(num_rows)}}}{{{_gathered(den_rows)}}}"]
             return self.product_lines(num, den, budget, first) or [whole]
         return [whole]
 
@@ -430,11 +444,14 @@ class _Breaker:
             if row_w > SAFETY * width:          # one term alone too wide: break it too
                 sub = self.lines(-term if negative else term, budget,
                                  width - math_width(sign or "x"))
-                if len(sub) > 1:
+                if sub != [tex]:                  # rows, or one fraction set in rows
                     head = row[: len(row) - len(tex)]
-                    rows.append(head + sub[0])
-                    rows.extend(sub[1:-1])
-                    row = sub[-1]
+                    if len(sub) > 1:
+                        rows.append(head + sub[0])
+                        rows.extend(sub[1:-1])
+                        row = sub[-1]
+                    else:
+                        row = head + sub[0]
                     row_w = math_width(row)
         rows.append(row)
         return rows
