@@ -68,6 +68,46 @@ def test_print_drops_the_launch_cell_and_hidden_sources():
     assert [c["nb_element"] for c in shown.children] == ["cell_code_source", "cell_code_output"]
 
 
+def test_print_shows_a_cells_code_only_where_the_chapter_teaches_it():
+    """The print cut: a cell's code and its log (stream output) are left out of print, its
+    results kept (a table, a figure, maths), unless it is tagged print-code."""
+    def cell(tags):
+        c = nodes.container(nb_element="cell_code", cell_metadata={"tags": tags}, classes=["cell"])
+        c += nodes.container(nb_element="cell_code_source")
+        out = nodes.container(nb_element="cell_code_output")
+        out += nodes.literal_block("", "timing: 3 s", classes=["output", "stream"])
+        out += nodes.math_block("", "x^2", classes=["output", "text_latex"])
+        c += out
+        return c
+    plain, taught = cell([]), cell([ext.PRINT_CODE])
+    ext._print_cut(plain)
+    assert [c["nb_element"] for c in plain.children] == ["cell_code_output"]
+    assert [type(n).__name__ for n in plain[0].children] == ["math_block"]
+    assert [c["nb_element"] for c in taught.children] == ["cell_code_source", "cell_code_output"]
+    assert len(taught[1].children) == 2
+
+
+def test_print_leaves_out_the_sites_pages_and_unboxes_the_objectives():
+    doc = new_document("test")
+    launch = addnodes.start_of_file(docname="book/launch")
+    launch += nodes.section("", nodes.title("", "Launch and run"))
+    chapter = addnodes.start_of_file(docname="notebooks/01_model")
+    section = nodes.section("", nodes.title("", "The model"))
+    box = nodes.admonition("", nodes.title("", "Learning objectives"),
+                           nodes.paragraph("", "After this chapter you can"), nodes.bullet_list())
+    other = nodes.admonition("", nodes.title("", "Note"), nodes.paragraph("", "x"))
+    section += [box, other]
+    chapter += section
+    doc += [launch, chapter]
+    assert "book/launch" in ext.WEB_ONLY_PAGES
+    ext._drop_web_only_pages(doc)
+    assert launch not in doc.children and chapter in doc.children
+    ext._objectives_unboxed(doc)
+    kinds = [type(c).__name__ for c in section.children]
+    assert kinds == ["title", "rubric", "paragraph", "bullet_list", "admonition"]
+    assert section[1].astext() == "Learning objectives"
+
+
 def test_a_box_breaks_the_page_before_its_label():
     doc = new_document("test")
     box = nodes.admonition()
