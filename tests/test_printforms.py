@@ -139,7 +139,8 @@ def test_a_fraction_too_wide_for_a_phone_stays_one_fraction_in_rows():
     eq = sp.Eq(sp.Integral(x ** s * (1 - x) ** (d - s - 1), (x, 0, 1)),
                sp.gamma(d - s) * sp.gamma(s + 1) / sp.gamma(d + 1))
     rows = sympy_latex(eq, line_pt=printforms.DISPLAY_PT).split("\\\\\n")
-    assert len(rows) == 2 and rows[1].startswith("&= ")
+    assert len(rows) == 2 and rows[1].startswith(r"&\quad = ")
+    assert rows[0].startswith(r"$\displaystyle \begin{aligned}&\int")     # both from "&"
 
 
 def test_an_unbreakable_wide_expression_is_left_whole():

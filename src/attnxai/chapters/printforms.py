@@ -27,9 +27,10 @@ LINE_PT = 448.0
 #: The width SymPy output is broken for, in points at 10 pt (an em is 10 pt): a phone's column.
 #: The site and the PDF show the same LaTeX, and MathJax keeps a fraction whole
 #: (book/static/attnxai-mathjax.js), so an expression is set in rows that a 390 px screen shows
-#: whole: its 358 px column is 22 em at MathJax's 16 px em, less room for a row's indent; the PDF
-#: prints the same rows in its wider column.
-DISPLAY_PT = 200.0
+#: whole: its 358 px column holds about 17 em of the site's display maths (about 21 px an em:
+#: an equation mathtext measures at 175 pt is 368 px wide there), rows of at most SAFETY times
+#: this leave room for a row's indent; the PDF prints the same rows in its wider column.
+DISPLAY_PT = 160.0
 #: Font size of the PDF's body text, in points (the size mathtext measures at).
 FONT_PT = 10.0
 #: Text in tables: average advance of a character at 10 pt, in points (serif body font; a
@@ -377,14 +378,14 @@ class _Breaker:
             rel = rel.get(expr.rel_op, expr.rel_op)
             head = f"{lhs} &{rel} "
             budget = self.line - math_width(f"{lhs} {rel}")
-            if budget < self.line / 3:          # a long left side: the relation starts a row
-                first, *more = self.lines(expr.rhs, self.line)
-                return [lhs, f"&{rel} {first}"] + ["&" + self.INDENT + _binary(p) for p in more]
-            parts = self.lines(expr.rhs, budget)
-            if len(parts) == 1 and not self.fits(f"{lhs} {rel} {parts[0]}", self.line):
-                # a right side that does not break and does not fit beside the left: its own row
-                first, *more = self.lines(expr.rhs, self.line)
-                return [lhs, f"&{rel} {first}"] + ["&" + self.INDENT + _binary(p) for p in more]
+            parts = self.lines(expr.rhs, budget) if budget >= self.line / 3 else []
+            if len(parts) <= 1 and not (parts and self.fits(f"{lhs} {rel} {parts[0]}", self.line)):
+                # a long left side, or a right side that does not break and does not fit beside
+                # it: the relation starts a row under the left side, both rows from the
+                # alignment point (so that the block is no wider than its widest row)
+                first, *more = self.lines(expr.rhs, self.line - self.indent_pt)
+                return [f"&{lhs}", f"&{self.INDENT}{rel} {first}"] + \
+                    ["&" + self.INDENT + _binary(p) for p in more]
             return [head + parts[0]] + ["&" + self.INDENT + _binary(p) for p in parts[1:]]
         parts = self.lines(expr, self.line)
         return ["&" + parts[0]] + ["&" + self.INDENT + _binary(p) for p in parts[1:]]
