@@ -112,7 +112,7 @@ TABLE_MARK = "% attnxai.printforms table"     # as it was before the module move
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
                 "%": r"\%", "#": r"\#", "_": r"\_", "~": r"\textasciitilde{}",
-                "^": r"\textasciicircum{}", "\u00a0": "~"}
+                "^": r"\textasciicircum{}", "\u00a0": "~", "\u00ad": r"\-"}
 _NUMBER = re.compile(r"^[-+\u2212]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*%?$|^(nan|NaN|inf|-inf)$"
                      r"|^[\u2013\u2212]$|^[-\u2212]?\u221e$")   # a missing value's dash, infinity
 

@@ -46,6 +46,8 @@ SPAN = 1e6
 #: The book's headers for the names its studies and summaries give their columns (and rows:
 #: a metric named in an index): every table reads them so unless its ``headers=`` say otherwise.
 HEADERS = {
+    # (long words with soft hyphens: a phone's column breaks them there, print at \-)
+    "comprehensiveness": "compre\u00adhensive\u00adness", "sufficiency": "suffi\u00adciency",
     "tau_loo": "τ-LOO", "deletion_auc": "deletion area", "insertion_auc": "insertion area",
     "n_rationales": "rationales", "n": "n",
     "err2_mean": "norm-2 error (mean)", "relerr_mean": "relative error (mean)",
