@@ -45,6 +45,9 @@ def test_formats_by_column_and_by_row_and_no_negative_zero():
     assert _cells(t, "share") == ["80.19 %", "5.00e-1"]
     assert _cells(t, "gap") == ["0.000", "2.50e-1"]               # "-0.000" reads 0.000
     assert _cells(t, "n") == ["5,000", "1.20e1"]
+    assert _cells(table(df, formats={"gap": "sci"}), "gap") == ["-4.00e-5", "2.50e-1"]
+    assert _cells(table(pd.DataFrame({"x": [0.0, 3e-52]}), formats={"x": "sci"}), "x") == \
+        ["0", "3.00e-52"]                                           # an exact zero reads 0
     assert t.index                                                  # a named index is shown
     with pytest.raises(ValueError, match="columns the table does not have: \\['nope'\\]"):
         table(df, formats={"nope": "pct"})

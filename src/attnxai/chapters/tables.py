@@ -72,6 +72,8 @@ HEADERS = {
 
 
 def _sci(x: float, digits: int) -> str:
+    if x == 0:                                  # an exact zero reads 0, not 0.00e0
+        return "0"
     mantissa, exponent = f"{x:.{max(digits - 1, 0)}e}".split("e")
     return f"{mantissa}e{int(exponent)}"
 
