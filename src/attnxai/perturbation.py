@@ -103,7 +103,8 @@ evaluated on the side of the smaller probabilities (``sigmoid(-z') - sigmoid(-z)
 ``z + z' > 0``): no two numbers near 1 are subtracted, and the other class's drops are exactly
 these negated (the same sigmoids, swapped), so tau-LOO of class 0 is minus that of class 1 bit for
 bit, ties and saturated probabilities included, and so is the flipped model's (chapter 7). They
-equal ``p(x) - p(x without t)`` computed from the softmaxes to rounding (3.5e-16 measured); with
+equal ``p(x) - p(x without t)`` computed from the softmaxes to rounding (2.8e-16 at most on the
+500 models of ``tests/test_faithfulness_ties.py``, where 1e-14 is asserted); with
 the softmax differences instead, a class whose probabilities are near 1 gets drops rounded to
 multiples of 2^-53, two of them equal where the other class's differ, and tau_0 != -tau_1
 (``tests/test_results_faithfulness.py`` shows one). Other numbers of classes: the softmax
@@ -120,10 +121,10 @@ once, and the model is evaluated once (:class:`Perturber`): on the float64 proje
 model (``backend="fast"``, :mod:`attnxai.fastlime.evaluate`, the evaluators the fast LIME uses), or
 by the model's own ``forward`` on the collated batch, in chunks (``backend="model"``, any
 :class:`~attnxai.model.interface.ClassifierBase`). ``"auto"`` takes the first when it can. Both agree to
-rounding on float64 models (their drops to about 1e-14, tau-LOO exactly except at the threshold:
-"tau-LOO and ties"; tested); on a float32 model ``"model"`` runs the model's own float32 forward pass, so it agrees
-with ``"fast"`` (float64 projections of the same weights) only to float32 rounding, tau-LOO
-included.
+rounding on float64 models (their drops to about 1e-14, tau-LOO exactly except at the
+threshold: "tau-LOO and ties"; tested); on a float32 model ``"model"`` runs the model's own
+float32 forward pass, so it agrees with ``"fast"`` (float64 projections of the same weights) only
+to float32 rounding, tau-LOO included.
 
 **In SymPy.** :func:`symbolic_measures` writes every measure of one explanation as an expression
 in the probabilities of the perturbed documents (one symbol per kept set), through the same
@@ -608,7 +609,9 @@ def symbolic_measures(scores: Any, *, selection: str = "positive", ties: str = "
     ``n_rationales``, ``tau_loo`` (Kendall's tau-b of the scores and the leave-one-out drops:
     ``sum_{i<j} sign(w_i - w_j) S(l_i - l_j)`` over the square root of the product of the numbers
     of untied pairs, ``S`` the sign with :data:`LOO_TIE`'s ties, :func:`loo_tie_sign`; NaN when
-    every pair of scores ties) and ``symbols`` (kept set -> its expression).
+    every pair of scores ties, or, for numbers, every pair of drops) and ``symbols`` (kept set ->
+    its expression). Its drops are differences of ``p``; :func:`evaluate` computes a two-class
+    model's from the logit margins, equal to rounding (module docstring).
     """
     import sympy as sp
 
