@@ -81,6 +81,12 @@ _NODES = ("theory/shapley_values.py", "n_nodes = min(max(1, math.ceil(d / 2)), c
           "n_nodes = min(max(1, math.ceil((d - 1) / 2)), cap)",
           "Shapley's default Gauss nodes ceil((d-1)/2): one short for odd d")
 
+_SOFTMAX_DROPS = ("perturbation.py",
+                  "    if others.shape[1] != 2:\n        return _softmax(full[None], target)[0]",
+                  "    if True:\n        return _softmax(full[None], target)[0]",
+                  "leave-one-out drops as differences of rounded probabilities (ferret's way), "
+                  "not from the logit margins")
+
 _FERRET_TIES = ("perturbation.py", 'order = np.argsort(key, kind="stable")[::-1]',
                 'order = np.argsort(-key, kind="stable")',
                 'ties="ferret" taking the earlier position first')
@@ -231,16 +237,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "LOO_TIE = 2.0 ** -36", "LOO_TIE = 2.0 ** -52",
            "tau-LOO's tie tolerance below the backends' rounding (one unit of 2^-52)",
            label="prop-faith-tau-ties"),
-    Mutant("faith-drops-softmax", "perturbation.py",
-           "    if others.shape[1] != 2:\n        return _softmax(full[None], target)[0]",
-           "    if True:\n        return _softmax(full[None], target)[0]",
-           "leave-one-out drops as differences of rounded probabilities (ferret's way), not "
-           "from the logit margins", label="prop-faith-two-classes"),
-    Mutant("faith-drops-softmax/flip", "perturbation.py",
-           "    if others.shape[1] != 2:\n        return _softmax(full[None], target)[0]",
-           "    if True:\n        return _softmax(full[None], target)[0]",
-           "leave-one-out drops as differences of rounded probabilities (ferret's way), not "
-           "from the logit margins", label="prop-faith-flip"),
+    Mutant("faith-drops-softmax", *_SOFTMAX_DROPS, label="prop-faith-two-classes"),
+    Mutant("faith-drops-softmax/flip", *_SOFTMAX_DROPS, label="prop-faith-flip"),
     Mutant("faith-drops-one-backend", "perturbation.py",
            "loo = _drops(logits[0], logits[2:2 + n], target)",
            'loo = (_drops(logits[0], logits[2:2 + n], target) if P.backend_used == "fast" '
