@@ -81,6 +81,12 @@ _NODES = ("theory/shapley_values.py", "n_nodes = min(max(1, math.ceil(d / 2)), c
           "n_nodes = min(max(1, math.ceil((d - 1) / 2)), cap)",
           "Shapley's default Gauss nodes ceil((d-1)/2): one short for odd d")
 
+_SOFTMAX_DROPS = ("perturbation.py",
+                  "    if others.shape[1] != 2:\n        return _softmax(full[None], target)[0]",
+                  "    if True:\n        return _softmax(full[None], target)[0]",
+                  "leave-one-out drops as differences of rounded probabilities (ferret's way), "
+                  "not from the logit margins")
+
 _FERRET_TIES = ("perturbation.py", 'order = np.argsort(key, kind="stable")[::-1]',
                 'order = np.argsort(-key, kind="stable")',
                 'ties="ferret" taking the earlier position first')
@@ -202,7 +208,8 @@ MUTANTS: tuple[Mutant, ...] = (
            equivalent="for prop-faith-unsigned's tests: the proposition assumes every score > 0, "
                       "where >= 0 and > 0 select the same positions (ferret's tests must kill it)"),
     Mutant("faith-loo-sign", "perturbation.py",
-           "loo = px - probs[2:2 + n]", "loo = probs[2:2 + n] - px",
+           "loo = _drops(logits[0], logits[2:2 + n], target)",
+           "loo = -_drops(logits[0], logits[2:2 + n], target)",
            "leave-one-out drops with the wrong sign", label="prop-faith-two-classes",
            tests=FERRET,
            equivalent="for prop-faith-two-classes: negating both classes' drops keeps loo_0 = "
@@ -221,6 +228,23 @@ MUTANTS: tuple[Mutant, ...] = (
            label="prop-faith-two-classes", tests=FERRET,
            equivalent="for prop-faith-two-classes: any averaging of the same sizes negates "
                       "with the class (ferret's tests must kill it)"),
+    Mutant("faith-tau-exact-ties", "perturbation.py",
+           "return np.where(np.abs(diff) <= tie, 0, np.sign(diff)).astype(np.int8)",
+           "return np.sign(diff).astype(np.int8)",
+           "tau-LOO's drops tied only when their floats are equal (scipy's and ferret's rule)",
+           label="prop-faith-tau-ties"),
+    Mutant("faith-tau-tie-too-small", "perturbation.py",
+           "LOO_TIE = 2.0 ** -36", "LOO_TIE = 2.0 ** -52",
+           "tau-LOO's tie tolerance below the backends' rounding (one unit of 2^-52)",
+           label="prop-faith-tau-ties"),
+    Mutant("faith-drops-softmax", *_SOFTMAX_DROPS, label="prop-faith-two-classes"),
+    Mutant("faith-drops-softmax/flip", *_SOFTMAX_DROPS, label="prop-faith-flip"),
+    Mutant("faith-drops-one-backend", "perturbation.py",
+           "loo = _drops(logits[0], logits[2:2 + n], target)",
+           'loo = (_drops(logits[0], logits[2:2 + n], target) if P.backend_used == "fast" '
+           "else px - probs[2:2 + n])",
+           "the model backend alone back to differences of rounded probabilities",
+           label="prop-faith-two-classes"),
     Mutant("faith-ferret-ties", *_FERRET_TIES, tests=FERRET),
     Mutant("faith-ferret-ties/vendored", *_FERRET_TIES, tests=FERRET[:2]),
     Mutant("faith-positive-zero/vendored", "perturbation.py", "order = order[s[order] > 0]",
