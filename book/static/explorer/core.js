@@ -312,53 +312,67 @@ function replaceTerms(model, f, k, target) {
 }
 
 /** theory.lime_kernels._bernoulli_sums: at each kept fraction p = nodes[i], every feature kept
- * independently with probability p, delta[i][j] = E[f | z_j = 1] - E[f | z_j = 0] and phi[i] =
+ * independently with probability p, delta[i * d + j] = E[f | z_j = 1] - E[f | z_j = 0] and phi[i] =
  * E[f] for one head, f = M / N, E[M / N] = sum_l wts[l] E[M exp(-lambda_l (N - g0))]. */
 function bernoulliSums(tm, nodes, lam, wts) {
   const d = tm.gr.length, nP = nodes.length;
   const {gk, hk, gr, hr, h0} = tm;
-  const delta = Array.from({length: nP}, () => new Float64Array(d));
+  const delta = new Float64Array(nP * d);                    // delta[i * d + j]
   const phi = new Float64Array(nP);
-  const KE = new Float64Array(d), KH = new Float64Array(d), RE = new Float64Array(d), RH = new Float64Array(d);
-  const dK = new Float64Array(d), dH = new Float64Array(d);
+  const RE = new Float64Array(d), RH = new Float64Array(d), dK = new Float64Array(d), dH = new Float64Array(d);
   const inv = new Float64Array(d), rat = new Float64Array(d), Lv = new Float64Array(d);
   const big = 1e200, tiny = 1e-200, logTiny = Math.log(tiny);
   for (let l = 0; l < lam.length; l++) {
     const lm = lam[l], w = wts[l];
-    for (let j = 0; j < d; j++) {
+    for (let j = 0; j < d; j++) {             // p KE + (1 - p) RE = RE + p (KE - RE), the same for H
       const re = Math.exp(-lm * gr[j]), ke = Math.exp(-lm * gk[j]);
-      RE[j] = re; RH[j] = hr[j] * re; KE[j] = ke; KH[j] = hk[j] * ke;
-      dK[j] = ke - re; dH[j] = KH[j] - RH[j];
+      RE[j] = re; RH[j] = hr[j] * re; dK[j] = ke - re; dH[j] = hk[j] * ke - RH[j];
     }
     for (let i = 0; i < nP; i++) {
-      const p = nodes[i], p1 = 1.0 - p;
-      let mant = 1.0, expo = 0, R = 0.0;
-      for (let j = 0; j < d; j++) {
-        let L = p * KE[j] + p1 * RE[j];
-        if (!(L >= 1e-300)) L = 1e-300;
-        Lv[j] = L;
-        const iv = 1.0 / L;
-        inv[j] = iv;
-        const r = (p * KH[j] + p1 * RH[j]) * iv;
-        rat[j] = r;
-        R += r;
-        mant *= L;
-        if (mant < tiny) { mant *= big; expo += 1; }
+      const p = nodes[i];
+      // the product of the factors L_j (a mantissa and powers of 1e-200) and the sum of the
+      // ratios r_j, in two interleaved halves: shorter chains of dependent operations
+      let m0 = 1.0, m1 = 1.0, e0 = 0, e1 = 0, R0 = 0.0, R1 = 0.0, j = 0;
+      for (; j + 1 < d; j += 2) {
+        let L0 = RE[j] + p * dK[j], L1 = RE[j + 1] + p * dK[j + 1];
+        if (!(L0 >= 1e-300)) L0 = 1e-300;
+        if (!(L1 >= 1e-300)) L1 = 1e-300;
+        Lv[j] = L0; Lv[j + 1] = L1;
+        const i0 = 1.0 / L0, i1 = 1.0 / L1;
+        inv[j] = i0; inv[j + 1] = i1;
+        const r0 = (RH[j] + p * dH[j]) * i0, r1 = (RH[j + 1] + p * dH[j + 1]) * i1;
+        rat[j] = r0; rat[j + 1] = r1;
+        R0 += r0; R1 += r1;
+        m0 *= L0; m1 *= L1;
+        if (m0 < tiny) { m0 *= big; e0 += 1; }
+        if (m1 < tiny) { m1 *= big; e1 += 1; }
       }
-      const S = h0 + R, di = delta[i];
+      for (; j < d; j++) {
+        let L0 = RE[j] + p * dK[j];
+        if (!(L0 >= 1e-300)) L0 = 1e-300;
+        Lv[j] = L0;
+        const i0 = 1.0 / L0;
+        inv[j] = i0;
+        const r0 = (RH[j] + p * dH[j]) * i0;
+        rat[j] = r0; R0 += r0; m0 *= L0;
+        if (m0 < tiny) { m0 *= big; e0 += 1; }
+      }
+      let mant = m0 * m1, expo = e0 + e1;                     // (each half in [1e-300, 1])
+      if (mant < tiny) { mant = (m0 * big) * m1; expo += 1; }
+      if (mant < tiny) { mant *= big; expo += 1; }
+      const S = h0 + R0 + R1, off = i * d;
       if (expo < 2) {
-        const scale = expo === 0 ? 1.0 : Math.exp(logTiny);
-        const c = w * mant * scale;
+        const c = w * mant * (expo === 0 ? 1.0 : Math.exp(logTiny));
         phi[i] += c * S;
-        for (let j = 0; j < d; j++) di[j] += c * inv[j] * (dK[j] * (S - rat[j]) + dH[j]);
+        for (let k = 0; k < d; k++) delta[off + k] += c * inv[k] * (dK[k] * (S - rat[k]) + dH[k]);
       } else {
-        // scale underflows to 0 (expo >= 2): only the features whose own factor is tiny
+        // the scale 1e-200^expo underflows to 0: only the features whose own factor is tiny
         // (L < 1e-90) carry a conditional term, through logarithms
         const logP = Math.log(mant) + expo * logTiny;
-        for (let j = 0; j < d; j++) {
-          if (Lv[j] < 1e-90) {
-            const q = Math.exp(logP - Math.log(Lv[j]));
-            di[j] += w * q * (dK[j] * (S - rat[j]) + dH[j]);
+        for (let k = 0; k < d; k++) {
+          if (Lv[k] < 1e-90) {
+            const q = Math.exp(logP - Math.log(Lv[k]));
+            delta[off + k] += w * q * (dK[k] * (S - rat[k]) + dH[k]);
           }
         }
       }
@@ -437,9 +451,9 @@ function limeLimitHead(model, f, k, target) {
   const beta = new Float64Array(n).fill(slope / n);
   for (let i = 0; i < pw.nodes.length; i++) {
     let mean = 0;
-    for (let j = 0; j < n; j++) mean += delta[i][j];
+    for (let j = 0; j < n; j++) mean += delta[i * n + j];
     mean /= n;
-    for (let j = 0; j < n; j++) beta[j] += pw.U[i] * (delta[i][j] - mean);
+    for (let j = 0; j < n; j++) beta[j] += pw.U[i] * (delta[i * n + j] - mean);
   }
   return beta.map(x => x / K);
 }
@@ -456,7 +470,7 @@ function shapleyHead(model, f, k, target) {
   const wts = rule.wts.map((v, l) => v * Math.exp(-rule.lam[l] * tm.g0));
   const {delta} = bernoulliSums(tm, x, rule.lam, wts);
   const out = new Float64Array(n);
-  for (let i = 0; i < x.length; i++) for (let j = 0; j < n; j++) out[j] += w[i] * delta[i][j] / K;
+  for (let i = 0; i < x.length; i++) for (let j = 0; j < n; j++) out[j] += w[i] * delta[i * n + j] / K;
   return out;
 }
 
