@@ -49,12 +49,16 @@ from .model.textmodel import Pretrained
 from .store.files import atomic_write
 from .text import SPECIALS
 
-__all__ = ["FORMAT", "METHODS", "PageMethod", "TARGET", "check_model", "explain_page", "export",
+__all__ = ["FORMAT", "METHODS", "PageMethod", "TARGET", "TOLERANCE", "check_model", "explain_page", "export",
            "fidelity", "page_words", "projected_model"]
 
 FORMAT = "attnxai-explorer/1"
 #: The logit every method of the page explains (the book's logit 1, "positive").
 TARGET = 1
+#: How close the page's numbers are to :func:`explain_page`'s on the exported model, relative to
+#: the text's largest score of each explainer (the page computes in float64 from float32 tables,
+#: the package's attention and gradients run in float32): what ``tests/test_explorer.py`` checks.
+TOLERANCE = 1e-4
 _ALNUM = re.compile(r"[0-9a-z]+")
 
 
