@@ -1,7 +1,7 @@
 """What the explorer's export changes against the book's model, on the test reviews, written to
 ``book/data/explorer_fidelity.csv`` (read by book/explore.md).
 
-    python book/data/make_explorer_fidelity.py [--profile paper] [--explained 500]
+    python book/data/make_explorer_fidelity.py [--profile paper] [--explained 500] [--path FOLDER]
 
 The exported model (:func:`attnxai.explorer.projected_model`: each word vector projected on the
 directions the outputs read, in float32) against the cached model of ``--profile``
@@ -30,6 +30,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="paper")
     ap.add_argument("--explained", type=int, default=500)
+    ap.add_argument("--path", default=None, help="a checkpoint folder instead of the profile's cached model")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     import numpy as np
@@ -42,7 +43,8 @@ def main() -> None:
     from attnxai.store.provenance import code_label, loadavg
 
     t0, before = time.time(), loadavg()
-    pre = attnxai.pretrained(args.profile, train_if_missing=False, download=False, progress=False)
+    pre = attnxai.load(args.path) if args.path else \
+        attnxai.pretrained(args.profile, train_if_missing=False, download=False, progress=False)
     n_test = pre.config["train"]["n_test"]
     test = attnxai.load_imdb().test[:n_test]
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -58,8 +60,12 @@ def main() -> None:
     rows += [("max_relative_change", m, v["max_relative_change"], v["review"])
              for m, v in fid["methods"].items()]
     frame = pd.DataFrame(rows, columns=["measure", "method", "value", "review"])
-    command = " ".join(shlex.quote(a) for a in ["python", "book/data/make_explorer_fidelity.py",
-                                                *sys.argv[1:]])
+    from attnxai.data import cache_dir
+
+    cache = str(cache_dir(create=False))            # no folder of this machine in the file
+    argv = [a.replace(cache, "$ATTNXAI_CACHE") for a in sys.argv[1:]]
+    command = " ".join(["python", "book/data/make_explorer_fidelity.py",
+                        *(a if a.startswith("$ATTNXAI_CACHE") else shlex.quote(a) for a in argv)])
     header = [f"# {command}",
               f"# code: {code_label()}",
               f"#   model: {pre.path.name}; {WEIGHTS_LABEL} {weights_sha256(pre.path)}",
