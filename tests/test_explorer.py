@@ -20,6 +20,7 @@ computes in float64 from float32 tables, the package's attention and gradients r
 from __future__ import annotations
 
 import concurrent.futures
+import datetime
 import json
 import os
 import re
@@ -205,6 +206,14 @@ class Explore:
             " return +x.dataset.seq > n && ['ready', 'refused'].includes(x.dataset.state); }",
             arg=after, timeout=60_000)
 
+    def wait_for_text(self, text: str) -> None:
+        """Until the result shown is that of ``text`` (typed key by key, the page may have shown
+        a part of it first)."""
+        self.page.wait_for_function(
+            "t => { const x = document.querySelector('.attnxai-explorer');"
+            " const r = x.explorer.result; return x.dataset.state === 'ready' && r && r.doc.text === t; }",
+            arg=" ".join(tokenize(normalize_for_lime(text))), timeout=60_000)
+
     def explain(self, text: str) -> dict:
         before = self.seq()
         self.box.fill(text)
@@ -308,21 +317,27 @@ def test_edge_cases_on_the_page(imdb, exported, explore_url, browser):  # noqa: 
 
 def test_typing_is_debounced_and_works_offline(imdb, exported, explore_url, site,
                                                browser):  # noqa: F811
-    """Typed key by key, the page updates after pauses, not at every key, and ends on the
-    package's numbers; offline once loaded, it still explains; it requested nothing outside the
-    site, and the explorer's files weigh at most 15 MB."""
+    """Typed key by key, the page computes nothing until the reader pauses (the page's clock is
+    Playwright's: no timing in the test), then once, and shows the package's numbers for the
+    whole text; offline once loaded, it still explains; it requested nothing outside the site,
+    and the explorer's files weigh at most 15 MB."""
     page = Explore(browser, explore_url)
-    before = page.seq()
-    page.box.fill("")
-    page.wait(before)
+    p = page.page
+    p.clock.install()                              # the page's timers run when the test says
+    p.clock.pause_at(datetime.datetime.now() + datetime.timedelta(hours=1))
     before = page.seq()
     text = "an uneven film, with a great score and a weak script"
-    page.box.type(text, delay=15)
+    page.box.fill("")
+    page.box.press_sequentially(text)
+    p.clock.run_for(100)                           # a pause shorter than the debounce
+    assert page.seq() == before and page.box.input_value() == text
+    p.clock.run_for(200)
     page.wait(before)
-    updates = page.seq() - before
-    assert 1 <= updates < len(text) / 4, f"{updates} updates for {len(text)} keys"
-    got = page.page.evaluate("document.querySelector('.attnxai-explorer').explorer.json()")
+    assert page.seq() == before + 1, "more than one update for one pause"
+    got = p.evaluate("document.querySelector('.attnxai-explorer').explorer.json()")
+    assert got["text"] == " ".join(tokenize(normalize_for_lime(text)))
     assert max(_gaps(got, _explain_quietly(exported, text)).values()) <= TOL
+    p.clock.resume()
     page.context.set_offline(True)
     offline = imdb.test[7].text
     got = page.explain(offline)
@@ -352,10 +367,9 @@ def test_keyboard_labels_announcements_and_copy(quick_model, explore_url, browse
         p.keyboard.press("Tab")
     else:
         pytest.fail("Tab never reached the explorer's text box")
-    before = page.seq()
     p.keyboard.press("Control+A")
     p.keyboard.type("a dull film with a wonderful cast")
-    page.wait(before)
+    page.wait_for_text("a dull film with a wonderful cast")
     # every control is labelled
     unlabeled = p.evaluate("""() => Array.from(document.querySelectorAll(
         '.attnxai-explorer input, .attnxai-explorer textarea, .attnxai-explorer button'))

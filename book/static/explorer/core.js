@@ -13,7 +13,9 @@
 export const FORMAT = "attnxai-explorer/1";
 
 // ---------------------------------------------------------------- loading the tables
-/** The model of model.json (`meta`) and model.bin (`buffer`, an ArrayBuffer). */
+/** The model of model.json (`meta`) and model.bin (`buffer`, an ArrayBuffer). A `meta` without
+ * its word list (a worker's: it computes from rows, never reads a text) gives a model that cannot
+ * read a text. */
 export function modelFrom(meta, buffer) {
   if (meta.format !== FORMAT) throw new Error(`model.json is ${meta.format}, this page reads ${FORMAT}`);
   if (buffer.byteLength !== meta.binary.bytes)
@@ -26,7 +28,7 @@ export function modelFrom(meta, buffer) {
   }
   const words = new Map();
   const first = meta.rows.first_word;
-  meta.words.forEach((w, i) => words.set(w, first + i));
+  (meta.words || []).forEach((w, i) => words.set(w, first + i));
   words.set("unk", meta.rows.unk);            // the vocabulary reads "unk" as UNK (attnxai.text.Vocab)
   const d = meta.dims;
   return {meta, words, K: d.n_heads, C: d.n_classes, D: d.d_embed, maxLen: d.max_len,

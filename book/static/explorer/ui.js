@@ -8,7 +8,8 @@
 // The model's tables (model.json, model.bin beside this file, written by attnxai.explorer.export
 // when the book is built) are fetched once per page. The prediction, attention and gradients are
 // computed here; the closed forms (IG, LIME's limit, Shapley values) head by head in a pool of
-// workers (worker.js), or here where workers are unavailable. Nothing leaves the page.
+// workers (worker.js), or here where workers are unavailable (and until they have started: the
+// first result does not wait for them). Nothing leaves the page.
 //
 // For scripts (the book's tests, a reader's console): element.explorer is the Explorer, with
 // .json() (the copy-as-JSON content), .seq (updates finished), .timings.
@@ -28,12 +29,14 @@ function resources() {
       throw new Error("the explorer needs the book served over HTTP (a page opened from a file " +
         "cannot load its model): run `python -m http.server -d _build/html 8000` and open " +
         "http://localhost:8000");
-    const metaResp = await fetch(new URL("model.json", BASE));
-    if (!metaResp.ok) throw new Error(`the explorer's model is missing (model.json: HTTP ${metaResp.status})`);
-    const meta = await metaResp.json();
-    const binResp = await fetch(new URL(meta.binary.file, BASE));
-    if (!binResp.ok) throw new Error(`the explorer's model is missing (model.bin: HTTP ${binResp.status})`);
-    const buffer = await binResp.arrayBuffer();
+    const get = async (name, read) => {                    // both files at once
+      const r = await fetch(new URL(name, BASE));
+      if (!r.ok) throw new Error(`the explorer's model is missing (${name}: HTTP ${r.status})`);
+      return read(r);
+    };
+    const [meta, buffer] = await Promise.all([get("model.json", r => r.json()),
+                                              get("model.bin", r => r.arrayBuffer())]);
+    if (meta.binary.file !== "model.bin") throw new Error(`model.json names ${meta.binary.file}`);
     const model = modelFrom(meta, buffer);
     return {model, pool: Pool.start(meta, buffer)};
   })();
@@ -50,16 +53,23 @@ class Pool {
   constructor(meta, buffer, size) {
     this.size = size;
     this.next = 1;
+    this.started = 0;                                   // workers that hold the model
     this.waiting = new Map();
+    const light = {...meta, words: null};              // a worker reads no text: no word list
     this.workers = Array.from({length: size}, () => {
       const w = new Worker(new URL("worker.js", BASE), {type: "module"});
       w.onmessage = (e) => this.receive(e.data);
-      w.postMessage({type: "init", meta, buffer: buffer.slice(0)});
+      w.postMessage({type: "init", meta: light, buffer: buffer.slice(0)});
       return w;
     });
   }
 
+  /** Whether every worker holds the model (until then the page computes in its own thread, so
+   * that the first result does not wait for the workers to start). */
+  get ready() { return this.started === this.size; }
+
   receive(msg) {
+    if (msg.type === "ready") { this.started++; return; }
     const job = this.waiting.get(msg.id);
     if (!job) return;
     job.results.push(...msg.results);
@@ -89,7 +99,7 @@ class Pool {
 async function closedForms(res, doc, labels) {
   const {model, pool} = res;
   if (!labels.length) return {scores: {}, errors: {}};
-  if (!pool) {
+  if (!pool || !pool.ready) {
     const r = explainHere(model, doc);
     const pick = o => Object.fromEntries(Object.entries(o).filter(([k]) => labels.includes(k)));
     return {scores: pick(r.scores), errors: pick(r.errors)};
@@ -179,7 +189,9 @@ class Explorer {
     this.prediction = el("p", {class: "ax-prediction"});
     this.notes = el("ul", {class: "ax-notes"});
     this.view = el("div", {class: "ax-view"});
-    this.details = el("details", {class: "ax-model"}, el("summary", {text: "Which model answered"}));
+    this.details = el("details", {class: "ax-model", hidden: true},
+      el("summary", {text: "Which model answered"}));
+    this.controls = el("div", {class: "ax-controls", hidden: true}, this.methodBox, this.viewBox);
     this.timing = el("p", {class: "ax-timing"});
     this.root.append(
       el("label", {for: this.text.id, class: "ax-label",
@@ -190,7 +202,7 @@ class Explorer {
         "everything is computed in your browser, nothing is sent anywhere."}),
       el("div", {class: "ax-actions"}, this.goBtn, this.copyBtn, this.copied),
       this.prediction, this.status, this.notes,
-      el("div", {class: "ax-controls"}, this.methodBox, this.viewBox),
+      this.controls,
       this.view, this.timing, this.details);
     this.copyBtn.disabled = true;
     this.say(compact ? "The explorer loads the model (a few MB, once) when you start typing or " +
@@ -241,6 +253,8 @@ class Explorer {
     ].filter(([, v]) => v);
     const dl = el("dl");
     for (const [k, v] of rows) dl.append(el("dt", {text: k}), el("dd", {text: v}));
+    this.controls.hidden = false;
+    this.details.hidden = false;
     this.details.append(dl, el("p", {text: "python -m attnxai info prints the same model name and " +
       "weights sha256 for the cached model that the book was built with."}));
   }
@@ -266,6 +280,7 @@ class Explorer {
     const labels = this.labels();
     const fast = explainFast(model, doc);
     const t1 = performance.now();
+    const workers = !!(this.res.pool && this.res.pool.ready);
     const closed = await closedForms(this.res, doc, labels.filter(l => !(l in fast.scores)));
     if (mine !== this.started) return;                    // a newer text is being explained
     const scores = {}, errors = {};
@@ -275,7 +290,7 @@ class Explorer {
       else errors[l] = closed.errors[l] || "not computed";
     }
     this.result = {doc, res: {...fast, scores, errors}};
-    this.finish(mine, t0, {fast_ms: t1 - t0});
+    this.finish(mine, t0, {fast_ms: t1 - t0, workers});
   }
 
   finish(mine, t0, parts) {
@@ -291,8 +306,9 @@ class Explorer {
     this.timings.last = {ms, tokens: this.result.doc.tokens ? this.result.doc.tokens.length : 0, ...parts};
     this.timings.updates.push(this.timings.last);
     if (this.timings.updates.length > 50) this.timings.updates.shift();
-    this.timing.textContent = this.result.error ? "" :
-      `Computed in ${Math.round(ms)} ms in your browser (${this.res.pool ? this.res.pool.size + " workers" : "one thread"}).`;
+    const pool = this.res.pool;
+    this.timing.textContent = this.result.error ? "" : `Computed in ${Math.round(ms)} ms in your ` +
+      `browser (${parts && parts.workers ? pool.size + " workers" : "one thread"}).`;
     this.root.dataset.state = this.result.error ? "refused" : "ready";
     this.root.dataset.seq = String(this.seq);
     if (window.attnxaiSettle) window.attnxaiSettle();         // wide content: the book's cues

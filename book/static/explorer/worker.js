@@ -9,6 +9,7 @@ self.onmessage = (event) => {
   const msg = event.data;
   if (msg.type === "init") {
     model = modelFrom(msg.meta, msg.buffer);
+    self.postMessage({type: "ready"});
     return;
   }
   if (msg.type === "run") {
