@@ -39,7 +39,9 @@ from booksite import OUT, ROOT, BuildFailed, build_site
 from conftest import make_tiny, tiny_text
 from test_browser import ARGS, CHROMIUM, DESKTOP, PHONE, _serve, browser, server, site  # noqa: F401
 
-pytestmark = pytest.mark.slow
+# the built site's tests share the book's build with tests/test_browser.py: one process of
+# `make test`'s (pytest-xdist's group "book"; a plain mark without xdist)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
 
 #: Largest |page - package| allowed, relative to the text's largest |score| of the explainer.
 TOL = explorer.TOLERANCE
