@@ -382,7 +382,7 @@ def test_keyboard_labels_announcements_and_copy(quick_model, explore_url, browse
     assert status.get_attribute("aria-live") == "polite"
     said = status.inner_text()
     assert re.search(r"Predicted (positive|negative), P\(positive\) = 0\.\d\d", said), said
-    assert re.search(r'strongest push towards positive: "\w+" \([+\u2212][\d.e-]+\)', said), said
+    assert re.search(r'strongest push towards positive: "\w+" \([+\u2212][\d.e+-]+\)', said), said
     # arrow keys move the method radios, Tab to the view radios, then to the table
     radio = page.root.get_by_role("radio", name="Shapley (replace)")
     radio.focus()

@@ -125,11 +125,13 @@ function contrast(a, b) {
   const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
   return (hi + 0.05) / (lo + 0.05);
 }
-/** A score to read: 3 significant digits, a sign, never "-0". */
+/** A score to read: 3 significant digits, a sign, never "-0"; powers of ten below 0.001 and
+ * from 10,000 ("1.08e-6", never "0.00000108"). */
 export function fmt(x) {
   if (!Number.isFinite(x)) return "n/a";
   if (x === 0) return "0";
-  const s = Math.abs(x).toPrecision(3);
+  const a = Math.abs(x);
+  const s = a < 1e-3 || a >= 1e4 ? a.toExponential(2) : a.toPrecision(3);
   return (x < 0 ? "\u2212" : "+") + s;
 }
 function pct(x) { return (100 * x).toFixed(1) + " %"; }
