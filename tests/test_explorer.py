@@ -35,9 +35,9 @@ import pytest
 
 from attnxai import explorer, normalize_for_lime, tokenize
 from attnxai.text import dropped_characters
-from booksite import OUT, ROOT, BuildFailed, build_site
+from booksite import OUT, ROOT
 from conftest import make_tiny, tiny_text
-from test_browser import ARGS, CHROMIUM, DESKTOP, PHONE, _serve, browser, server, site  # noqa: F401
+from test_browser import DESKTOP, PHONE, _serve, browser, server, site  # noqa: F401 (fixtures)
 
 # the built site's tests share the book's build with tests/test_browser.py: one process of
 # `make test`'s (pytest-xdist's group "book"; a plain mark without xdist)
