@@ -14,6 +14,8 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
         cluster | workers | transport | store
                                  a Dask cluster | this process, local processes | the model
                                  shipped to workers | results folders
+    explorer                     (beside experiment) the book's explorer page: the tables it
+                                 computes from, the model they hold, what the export changes
     explanation                  one text explained by any methods: explain(), Explanation
     registry                     the methods explain() can run, their settings, the document
     theory/ | perturbation       closed forms (theory/__init__ lists its modules) | perturbation
