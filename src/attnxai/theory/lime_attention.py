@@ -28,8 +28,8 @@ For one document (``[CLS]`` first), in lime's feature order:
     deletion with repeated words, lime's law by the exact route (every configuration of the
     repeated words, :mod:`~attnxai.theory.deletion_routes`) when its cost fits ``budget``, else
     ``law="discrete"``, ``positions="binomial"`` (approximate, with a warning quoting its measured
-    error; ``positions="sampled"`` gives a certified estimate to ``tol`` instead, whose standard
-    error :func:`attnxai.theory.deletion_game` reports; ``positions="tokens"`` is the chain over
+    error; ``positions="sampled"`` gives a certified estimate instead, within ``tol`` with
+    probability 95 %, whose intervals :func:`attnxai.theory.deletion_game` reports; ``positions="tokens"`` is the chain over
     tokens, each occurrence its own feature); replacement, ``law="discrete"``, the book's original
     limit (one product over features per node, a few milliseconds; ``law="lime"`` removes its
     ``O(1/d)``).
@@ -101,8 +101,9 @@ def _warn_approximation(removal: str, law: str, positions: str, given: bool) -> 
             "a word of this document repeats, and under deletion (bow=True) the exact route "
             "(every configuration of the repeated words) costs more than its budget: the answer "
             "is the binomial-position approximation (attnxai.theory.lime_binomial)")
-        exact = ("positions='exact' (any cost) or positions='sampled' (a certified estimate to "
-                 "tol, attnxai.theory.deletion_game gives its standard error: "
+        exact = ("positions='exact' (any cost) or positions='sampled' (a certified estimate, "
+                 "within tol with probability 95 %, attnxai.theory.deletion_game gives its 95 % "
+                 "intervals: "
                  f"{sampled_cost_text('LIME')})")
     elif removal == "replace":
         name, what = "independent removal", (

@@ -54,10 +54,10 @@ expectation at 1, ~5e-12 at 2, ~1e-15 at 3; LIME's profile rule stops at ~1e-10)
 * deletion with distinct words: ``"chain"`` with ``ksub=2``;
 * deletion with a repeated word: the exact route (every configuration of the repeated words,
   :mod:`~attnxai.theory.deletion_routes`, ``ksub=2``) when its cost fits ``budget``; beyond it,
-  ``"gauss"`` with the binomial positions, 40 nodes and ``ksub=1`` (within a few 1e-6 of 128
-  nodes; the approximation itself is what limits it: :data:`MEASURED_ERRORS`), with a warning;
-  ``positions="sampled"``: the certified estimate to ``tol``
-  (:func:`attnxai.theory.deletion_game` reports its standard error).
+  ``"gauss"`` with the binomial positions, 40 nodes and ``ksub=1`` (the approximation itself is
+  what limits it: :data:`MEASURED_ERRORS`), with a warning;
+  ``positions="sampled"``: the certified estimate, within ``tol`` with probability 95 %
+  (:func:`attnxai.theory.deletion_game` reports its 95 % intervals).
 """
 
 from __future__ import annotations
@@ -222,8 +222,8 @@ def _warn_binomial(value: str) -> None:
         f"{value} values (every configuration of the repeated words) costs more than its budget: "
         f"the answer uses the binomial-position approximation (attnxai.theory.lime_binomial); "
         f"{binomial_error_text('Shapley' if value == 'curves' else value)}. Exact: positions='exact' (any cost); a certified "
-        f"estimate: positions='sampled' (attnxai.theory.deletion_game gives its standard "
-        f"error; {sampled_cost_text('Shapley' if value == 'curves' else value)}); passing positions='binomial' chooses the approximation without this warning",
+        f"estimate: positions='sampled' (to tol with probability 95 %: attnxai.theory."
+        f"deletion_game gives its 95 % intervals; {sampled_cost_text('Shapley' if value == 'curves' else value)}); passing positions='binomial' chooses the approximation without this warning",
         LimitApproximationWarning, stacklevel=stacklevel())
 
 
