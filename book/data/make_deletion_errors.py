@@ -135,6 +135,7 @@ def full_review_row(pre, text: str, i: int, tol: float) -> list[dict]:
                      "n_repeated": ref.n_repeated, "tokens": len(text.split(" ")),
                      "value": value, "approximation": "binomial positions",
                      "rel_error": _rel(a, ref.values), "reference_rel_se": ref.rel_error,
+                     "reference_rule": sampled_rule(),
                      "reference_converged": ref.converged,
                      "reference_evaluations": ref.evaluations, "reference_cpu_s": cpu_s,
                      # the paper's agreement measure with attention, on either values

@@ -16,7 +16,11 @@ given which repeated words are kept, the chain over positions is exact over the 
   the error is at most ``tol`` with probability 95 % or more, or at ``max_evals`` evaluations
   (the result says so).
 
-**What it costs on full reviews** (the paper model's first 1,000 full-length test reviews, one
+**What it cost on full reviews** when it stopped at one standard error, before its 95 %
+intervals (which need about ``t^2 = 5.1`` times the draws, ``t`` = 2.262 the quantile of Student's
+t with 9 degrees of freedom; :data:`SAMPLED_COST_RULE` says which rule the committed measurements
+used, and ``book/data/make_deletion_errors.py`` and ``benchmarks/bench_deletion_sampled.py``
+measure them again) (the paper model's first 1,000 full-length test reviews, one
 thread, CPU time, ``book/data/deletion_errors.csv`` by ``book/data/make_deletion_errors.py``,
 :data:`SAMPLED_COST`): to a relative standard error of 1e-2, median 1.87 s for the Shapley
 values (at most 4.73), 0.86 s for Banzhaf, 2.19 s for LIME's limit; 1e-3 would cost a hundred
@@ -36,9 +40,9 @@ one configuration costs 0.04 to 0.07 s there, ``book/data/deletion_speed.csv``).
 sampled route drew the repeated words' configurations and ran that chain for each, one
 configuration per draw; it is gone.
 
-Every value is linear in the sums ``G`` of :mod:`~attnxai.theory.lime_repeats`, so a sample's
-contribution to the values is the value map applied to its own part of ``G``: the standard error
-comes from those contributions.
+Every value is linear in the sums ``G`` of :mod:`~attnxai.theory.lime_repeats`, so a batch's
+estimate of the values is the value map applied to its own part of ``G``: the intervals come
+from those batch estimates.
 """
 
 from __future__ import annotations
@@ -98,11 +102,17 @@ BINOMIAL_ERRORS: dict[str, dict[str, tuple[float, float, int]]] = {
 }
 
 
+#: The sampled route's rule when :data:`SAMPLED_COST` was measured: ``"one standard error"``
+#: (before the 95 % intervals: the committed file has no ``reference_rule`` column) or the rule
+#: ``book/data/make_deletion_errors.py`` records in that column (``tests/
+#: test_theory_deletion_exact.py`` checks it against the file).
+SAMPLED_COST_RULE = "one standard error"
 #: What the sampled route cost on the paper model's first 1,000 full-length test reviews
 #: (``book/data/deletion_errors.csv``, ``book/data/make_deletion_errors.py``, one thread):
-#: ``{value: (median CPU seconds to a relative standard error of 1e-2, the largest, median
-#: evaluations, reviews)}``; 1e-3 costs a hundred times as much (the error falls as
-#: ``1 / sqrt(evaluations)``). ``tests/test_theory_deletion_exact.py`` checks these against the file.
+#: ``{value: (median CPU seconds to a relative error of 1e-2 by :data:`SAMPLED_COST_RULE`, the
+#: largest, median evaluations, reviews)}``; 1e-3 costs a hundred times as much (the error falls
+#: as ``1 / sqrt(evaluations)``). ``tests/test_theory_deletion_exact.py`` checks these against the
+#: file.
 SAMPLED_COST: dict[str, tuple[float, float, float, int]] = {
     "Shapley": (1.87, 4.73, 1038338.0, 1000),
     "Banzhaf": (0.86, 3.25, 299010.0, 1000),
@@ -113,8 +123,14 @@ SAMPLED_COST: dict[str, tuple[float, float, float, int]] = {
 def sampled_cost_text(value: str) -> str:
     """The sampled route's measured cost for ``value``, as the warnings quote it."""
     med, worst, evals, n = SAMPLED_COST[value]
-    return (f"about {med:.1f} s per 255-token review to 1e-2 (median of {n} reviews of the paper "
-            f"model, at most {worst:.1f} s; 1e-3 costs 100 times as much)")
+    if SAMPLED_COST_RULE == "one standard error":
+        return (f"measured before its 95 % intervals, about {med:.1f} s per 255-token review to "
+                f"one standard error of 1e-2 (median of {n} reviews of the paper model, at most "
+                f"{worst:.1f} s); 95 % intervals within 1e-2 take about 5 times the draws, 1e-3 "
+                f"100 times as many again")
+    return (f"about {med:.1f} s per 255-token review until its 95 % intervals are within 1e-2 "
+            f"(median of {n} reviews of the paper model, at most {worst:.1f} s; 1e-3 costs 100 "
+            f"times as much)")
 
 
 def binomial_error_text(value: str) -> str:
