@@ -60,6 +60,11 @@ def test_the_shapley_values_errors(table):
     med, worst, n = sv.MEASURED_EXACTNESS["default"]
     doc = " ".join(sv.__doc__.split())
     assert f"median {med:.1e}, worst {worst:.1e}" in doc
+    rows = measured(table, "Shapley, defaults against the chain (ksub=3)",
+                    "random models, 255 tokens", "default")
+    assert len(rows) == 8 and rows.max() <= 1.1e-10 <= 1.1 * rows.max()
+    assert "within 1.1e-10 of the largest value (median " \
+           f"{rows.median():.1e}) of the chain with ``ksub=3``" in doc
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"the largest error is {worst:.1e} of the largest value (median {med:.1e};" in readme
     assert f"on {n} random models" in readme

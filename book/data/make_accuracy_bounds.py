@@ -13,6 +13,10 @@ words and its kernel written out here) or the Shapley value's defining sum. Popu
   0..31 (2 heads, weights U(-1, 1)), each on a document of d = 4 + seed mod 7 distinct words (4 to
   10), under both removals (64 cases): the chain (``law="lime"``) for LIME's limit at kernel
   width 25 and ``ksub`` 1, 2, 4, 8; ``theory.shapley`` with its defaults and ``ksub`` 1, 2, 3.
+* ``random models, 255 tokens``: models of seeds 100..107 (256 positions) on documents of 255
+  tokens, replacement (8 cases): ``theory.shapley``'s defaults (Gauss-Legendre in p, 25 nodes,
+  exact in p up to 50 positions only) against the chain with ``ksub=3`` (exact in p; beyond
+  enumeration, this measures the rule in p alone).
 * ``random models, repeated words``: the same models on documents of d = 4 + seed mod 6 words and
   3 more tokens repeating some of them, deletion (32 cases): the exact route
   (``theory.deletion_game(..., route="exact")``) for LIME's limit (kernel width 25) and the
@@ -109,6 +113,12 @@ def cases():
             feats = document_features(ids[1:].tolist(), bow)
             yield ("random models, distinct words",
                    f"seed={seed} d={d} {'delete' if bow else 'replace'}", model, ids, feats, bow)
+    for seed in range(8):
+        model = lx.random_model(100 + seed, max_len=256)
+        ids = lx.random_document(3000 + seed, 60, 255)
+        feats = document_features(ids[1:].tolist(), False)
+        yield ("random models, 255 tokens", f"seed={100 + seed} replace, 255 positions", model,
+               ids, feats, False)
     for seed in range(32):
         model = lx.random_model(seed)
         d = 4 + seed % 6
@@ -123,6 +133,12 @@ def rows_of(population, case, model, ids, feats, bow) -> list[dict]:
     from attnxai.theory import lime_exhaustive as lx
 
     d = len(feats)
+    if population.endswith("255 tokens"):            # beyond enumeration: the rule in p alone
+        ref = theory.shapley(model, ids, bow=False, features=feats, method="chain", ksub=3)
+        got = theory.shapley(model, ids, bow=False, features=feats)
+        return [{"population": population, "case": case, "d": d, "removal": "replace",
+                 "quantity": "Shapley, defaults against the chain (ksub=3)", "ksub": "default",
+                 "rel_error": rel(got, ref)}]
     Z = np.array(list(itertools.product((0.0, 1.0), repeat=d)))
     y = lx.perturbed_outputs(model, ids, feats, Z, bow)
     ref_lime, ref_shap = lime_reference(y, Z, KERNEL_WIDTH), shapley_reference(y, Z)
