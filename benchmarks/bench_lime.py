@@ -191,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="model profile (default: $ATTNXAI_PROFILE or paper)")
     p.add_argument("--repeats", type=int, default=7, help="runs per fast timing (median)")
     p.add_argument("--numpy", action="store_true", help="also time the numpy twins of the loops")
+    p.add_argument("--path", default=None,
+                   help="a checkpoint folder to load instead of the profile's model")
     p.add_argument("--dtype", nargs="+", choices=("float64", "float32"), default=["float64"],
                    help="the model's dtype for lime (default float64; float32 is what "
                         "attnxai.pretrained() returns)")
@@ -200,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     from attnxai import fastlime
 
     torch.set_num_threads(1)
-    models = {name: attnxai.pretrained(args.profile, progress=False, dtype=getattr(torch, name))
+    models = {name: (attnxai.load(args.path, dtype=getattr(torch, name)) if args.path else
+                     attnxai.pretrained(args.profile, progress=False,
+                                        dtype=getattr(torch, name)))
               for name in args.dtype}
     pre = next(iter(models.values()))
     data = attnxai.load_imdb()
@@ -208,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = [t for t in (attnxai.normalize_for_lime(r.text, limit) for r in data.test)
              if len(t.split(" ")) == limit][: args.reviews]
     backend, why = fastlime.backend_status()
-    print(f"model {args.profile} ({pre.path.name}), {len(texts)} reviews of {limit} tokens, "
+    print(f"model {args.path or args.profile} ({pre.path.name}), {len(texts)} reviews of {limit} tokens, "
           f"{args.num_samples} samples, one thread, CPU time; compiled loops: {backend} ({why}); "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     worst = 0.0
