@@ -61,7 +61,7 @@ terms added as zeros: near the vector units' throughput, measured with 8 samples
 and lime's random stream (8.6x the time of generating the words it consumes: each draw's test
 ``i -= v <= i`` is a dependency chain, and the kept draws swap through the permutation).
 
-Both dtypes, measured 2026-12-03 (commit 04c01ac), ``--path .cache/models/paper-18193740e80fd2ae
+Both dtypes, measured 2026-12-03 (this script with its ``--path`` option), ``--path .cache/models/paper-18193740e80fd2ae
 --reviews 5 --repeats 5 --dtype float64 float32`` (a paper-profile checkpoint of the same
 architecture, trained by another recipe; load average 9.7 on the 2 cores)::
 
@@ -72,7 +72,7 @@ architecture, trained by another recipe; load average 9.7 on the 2 cores)::
       bow=True : lime / fast 126 [121, 140] (wall time: 122 [119, 135]); fast / floor 1.27 [1.02, 1.32]; fast 16.53 ms, lime 2.04 s; coefficients within 2.3e-07 of lime's
       bow=False: lime / fast 157 [132, 172] (wall time: 156 [138, 336]); fast / floor 1.38 [1.33, 1.49]; fast 25.23 ms, lime 3.81 s; coefficients within 6.5e-07 of lime's
 
-lime is 1.5 to 1.6 times faster with the float32 model, which ``attnxai.pretrained()`` returns by
+lime is about 1.5 times faster with the float32 model, which ``attnxai.pretrained()`` returns by
 default, so a user's speed-up is about two thirds of the float64 one.
 """
 
