@@ -32,7 +32,8 @@ batches gives each value's spread ``s_j`` (sample standard deviation of its batc
 ``t ||s|| / sqrt(N) <= tol ||V_n0||`` (``t`` the ``(1 + LEVEL) / 2`` quantile of Student's t with
 ``n0 - 1`` degrees of freedom, ``V_n0`` the first stage's mean), capped by ``max_evals``; the
 second stage draws the ``N - n0`` others. The reported interval of value ``j`` is ``V_j +/- t s_j
-/ sqrt(N)``: when the batch estimates are normal (each is the mean of 4096 independent draws),
+/ sqrt(N)``: when the batch estimates are normal (each is the mean of 4096 draws, independent
+or in independent antithetic pairs),
 ``sqrt(N) (V_j - true_j) / s_j`` has Student's t law with ``n0 - 1`` degrees of freedom exactly,
 whatever ``N`` the first stage chose, because ``N`` depends on the first stage's spread only
 (independent of the batch means) and on ``||V_n0||`` (a scale). So each interval covers its
@@ -43,9 +44,9 @@ squared normals over its expected size is at most as spread as one). If the seco
 above the tolerance (the mean moved away from ``V_n0``), it is extended with the same ``s``;
 ``max_evals`` ends it early with ``converged=False`` (the interval is still at ``LEVEL``).
 Stopping instead when the running standard error first fell below ``tol`` (the route before)
-reported +/- one standard error from 9 degrees of freedom and covered +/- 1.96 of them 91-93 %
-of the time; ``tests/test_results_deletion.py`` measures the coverage of this one on a
-population with enumerated truth.
+reported +/- one standard error, mostly from the minimum of 10 batches: +/- 1.96 of those cover
+with Student's t's probability at 9 degrees of freedom, 91.8 %. ``tests/test_results_deletion.py``
+measures the coverage of these intervals on a population with enumerated truth.
 
 **What it costs on the paper model's full reviews** is measured by
 ``benchmarks/bench_deletion_sampled.py`` and stated in :mod:`attnxai.theory.deletion_routes`.
