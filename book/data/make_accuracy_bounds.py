@@ -177,6 +177,7 @@ def main(argv=None) -> int:
     from attnxai.store.provenance import code_label
 
     torch.set_num_threads(1)
+    code = code_label()                  # before the file is opened (which would make it dirty)
     t0 = time.perf_counter()
     rows = [r for c in cases() for r in rows_of(*c)]
     df = pd.DataFrame(rows)
@@ -185,7 +186,7 @@ def main(argv=None) -> int:
     print(summary.to_string(float_format=lambda x: f"{x:.2e}"))
     with args.out.open("w", encoding="utf-8") as fh:
         fh.write(f"# python book/data/make_accuracy_bounds.py {' '.join(argv or sys.argv[1:])}\n"
-                 f"# code: {code_label()}\n"
+                 f"# code: {code}\n"
                  f"# wall seconds: {time.perf_counter() - t0:.0f}\n")
         df.to_csv(fh, index=False)
     print(f"wrote {args.out}")
