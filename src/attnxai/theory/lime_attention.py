@@ -29,8 +29,9 @@ For one document (``[CLS]`` first), in lime's feature order:
     repeated words, :mod:`~attnxai.theory.deletion_routes`) when its cost fits ``budget``, else
     ``law="discrete"``, ``positions="binomial"`` (approximate, with a warning quoting its measured
     error; ``positions="sampled"`` gives a certified estimate instead, within ``tol`` with
-    probability 95 %, whose intervals :func:`attnxai.theory.deletion_game` reports; ``positions="tokens"`` is the chain over
-    tokens, each occurrence its own feature); replacement, ``law="discrete"``, the book's original
+    probability 95 %, whose intervals :func:`attnxai.theory.deletion_game` reports;
+    ``positions="tokens"`` is the chain over tokens, each occurrence its own feature);
+    replacement, ``law="discrete"``, the book's original
     limit (one product over features per node, a few milliseconds; ``law="lime"`` removes its
     ``O(1/d)``).
 

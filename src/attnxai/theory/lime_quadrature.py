@@ -16,8 +16,8 @@ must cover every configuration's ``N``, from ``n_min`` to ``n_max``:
   ``(lambda N)^4 / 4!``, and the (infinitely many) trapezoid nodes below ``lambda_0`` are folded
   into the four lowest nodes through the Lagrange interpolant of ``F`` there
   (:func:`_tail_weights`). The folded nodes cost nothing; the profile rule's fold changes its
-  answers by at most 1e-11 relative (``tests/test_theory_lime_chain.py``). Without the fold the rule needs ``log(n_max / 1e-10)`` more
-  nodes, about 25 at ``h = 0.7``.
+  answers by at most 1e-11 relative (``tests/test_theory_lime_chain.py``). Without the fold the
+  rule needs ``log(n_max / 1e-10)`` more nodes, about 25 at ``h = 0.7``.
 
 :func:`lambda_rule_profile` keeps the nodes of the original implementation (``y`` from
 ``log(1e-10 / n_max)`` by steps ``h``: the same floating-point values) and folds its lowest ones,

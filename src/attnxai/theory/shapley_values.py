@@ -88,7 +88,8 @@ from .lime_quadrature import lambda_rule_doubling
 from .lime_text import DEFAULT_KERNEL_WIDTH, check_kernel_width, kernel, removal_law
 
 __all__ = ["Curves", "DEFAULT_NODES", "MEASURED_ERRORS", "MEASURED_EXACTNESS", "SHAPLEY_METHODS",
-           "banzhaf", "banzhaf_heads", "effect_curves", "endpoint_values", "gauss_nodes", "lime_weight", "shapley",
+           "banzhaf", "banzhaf_heads", "effect_curves", "endpoint_values", "gauss_nodes",
+           "lime_weight", "shapley",
            "shapley_heads", "size_weights", "weight_functions"]
 
 #: The routes of :func:`shapley` (module docstring).
@@ -337,7 +338,7 @@ def _defaults(g: _Game, method, n_nodes, ksub):
     if ksub is None:
         ksub = DEFAULT_KSUB["binomial" if g.positions == "binomial" else "exact"]
         if g.positions == "sampled":
-            ksub = 1          # the binomial positions' rule: the sampled route draws the game
+            ksub = 1          # unused there: the sampled route evaluates the model itself
     return method, n_nodes, validate.positive_int(ksub, "ksub")
 
 
