@@ -83,7 +83,8 @@ def test_every_mutant_still_applies_to_the_source():
 def test_full_review_rows_resume_from_their_part_file(tmp_path, quick_model64, imdb):
     """make_deletion_errors keeps each full review's rows as it finishes: a rerun with the same
     part file recomputes nothing it holds (the rows come back equal), a longer run computes only
-    the new reviews, and another tolerance is not taken from it."""
+    the new reviews, and another tolerance, model or rule of the certified route is not taken
+    from it."""
     mod = load_script("book/data/make_deletion_errors.py")
     part = tmp_path / "part.jsonl"
     rows = mod.full_review_rows(quick_model64, imdb, 2, 0.2, 1, part)
@@ -104,3 +105,15 @@ def test_full_review_rows_resume_from_their_part_file(tmp_path, quick_model64, i
     assert calls == [2] and more[:6] == rows and len(more) == 9
     mod.full_review_rows(quick_model64, imdb, 1, 0.3, 1, part)
     assert calls == [2, 0]
+    # rows another rule of the certified route made (before its 95 % intervals), or another
+    # model, are recomputed, not resumed
+    import json
+
+    lines = [json.loads(x) for x in part.read_text().splitlines()]
+    part.write_text("".join(json.dumps({**rec, "rule": "one standard error"}) + "\n"
+                            for rec in lines[:1])
+                    + "".join(json.dumps({**rec, "model": "another"}) + "\n"
+                              for rec in lines[1:2]))
+    mod.full_review_rows(quick_model64, imdb, 2, 0.2, 1, part)
+    assert calls == [2, 0, 0, 1]
+    assert all(r["reference_rule"] == mod.sampled_rule() for r in rows)
