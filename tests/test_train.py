@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from attnxai import Pretrained
 from attnxai.model import checkpoint
 from attnxai.model.checkpoint import load, save
 from attnxai.data import IMDb
-from attnxai.model.profiles import get_config
+from attnxai.model.profiles import get_config, recipe
 from attnxai.model.train import train
 from attnxai.model.trained import pretrained
 
@@ -25,15 +26,19 @@ TINY = dict(n_train=400, n_valid=100, n_test=100, epochs=1, batch_size=32, lr=1e
             d_embed=16, d_attn=8, d_value=8, n_heads=2, max_len=64)
 
 
-def test_same_seed_same_weights(tiny_data):
-    cfg = get_config("quick", **TINY)
+@pytest.mark.parametrize("extra", [None, {}], ids=["profile recipe (lazy AdamW)", "authors"])
+def test_same_seed_same_weights(tiny_data, extra):
+    """Two trainings of one config on this machine: bit-identical weights, for the profiles'
+    recipe and for the authors' (``extra={}``)."""
+    cfg = get_config("quick", **TINY, **({} if extra is None else {"extra": extra}))
+    assert recipe(cfg)["optimizer"] == ("lazy-adamw" if extra is None else "adamw")
     m1, v1, _ = train(cfg, tiny_data, progress=False)
     m2, v2, met = train(cfg, tiny_data, progress=False)
     assert v1.itos == v2.itos
     for (n, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
         assert torch.equal(a, b), n
     assert {"train_accuracy", "valid_accuracy", "test_accuracy", "train_seconds", "history"} <= set(met)
-    other = get_config("quick", **{**TINY, "seed": cfg.seed + 1})     # whatever ATTNXAI_SEED says
+    other = get_config(cfg, seed=cfg.seed + 1)                          # whatever ATTNXAI_SEED says
     m3, _, _ = train(other, tiny_data, progress=False)
     assert not torch.equal(m1.W_q, m3.W_q)
 
@@ -65,7 +70,8 @@ def test_a_trained_model_records_its_fingerprint(tiny_data, tmp_path, capsys):
     cfg = get_config("quick", **TINY)
     model, vocab, metrics = train(cfg, tiny_data, progress=False)
     fp = metrics["fingerprint"]
-    assert fp["torch"] == torch.__version__ and fp["threads"] == torch.get_num_threads()
+    assert fp["torch"] == torch.__version__
+    assert fp["threads"] == 1         # the lazy recipe trains on one thread, whatever the process
     assert fp["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert fp["cpu"]["machine"] and isinstance(fp["cpu"]["flags"], list)
     path = save(Pretrained(model, vocab, {"train": cfg.to_dict(), "model": model.config}, metrics),
@@ -78,6 +84,47 @@ def test_a_trained_model_records_its_fingerprint(tiny_data, tmp_path, capsys):
     assert cli.main(["info", "--path", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)["fingerprint"]
     assert shown["weights_sha256"] == fp["weights_sha256"] and "note" not in shown
+
+
+def test_lazy_training_resumes_identically(tiny_data, tmp_path):
+    """The lazy recipe's state (LazyAdamW's moments and step) is saved after every epoch: a
+    training interrupted after its first epoch and resumed ends with the uninterrupted weights."""
+    cfg = get_config("quick", **{**TINY, "epochs": 2})
+    ref, _, met = train(cfg, tiny_data, progress=False)
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_1(epoch):
+        if epoch == 1:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train(cfg, tiny_data, progress=False, state_dir=tmp_path / "state", on_epoch=stop_at_1)
+    again, _, met2 = train(cfg, tiny_data, progress=False, state_dir=tmp_path / "state")
+    assert met2["resumed_at"] == [1]
+    for (n, a), (_, b) in zip(ref.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), n
+    assert [h["train_loss"] for h in met["history"]] == [h["train_loss"] for h in met2["history"]]
+
+
+def test_the_authors_recipe_keeps_its_cache_key():
+    """``extra={}`` is the authors' recipe (dense AdamW), under the key of the paper model trained
+    before the recipe changed (paper-b287d8a53a883860, on the labelled archive); the profiles train
+    with lazy AdamW, under keys of their own."""
+    from attnxai.data import KNOWN_SHA256
+    from attnxai.model.cache import cache_key
+    from attnxai.model.profiles import PROFILES, TrainConfig
+
+    labelled = next(s for s, name in KNOWN_SHA256.items() if "labeled" in name)
+    authors = replace(PROFILES["paper"], extra={})
+    assert authors == TrainConfig(profile="paper") and recipe(authors)["optimizer"] == "adamw"
+    assert cache_key(authors, labelled) == "b287d8a53a883860"
+    for name in ("paper", "quick", "paper-skip"):
+        assert recipe(PROFILES[name])["optimizer"] == "lazy-adamw", name
+    assert cache_key(PROFILES["paper"], labelled) != "b287d8a53a883860"
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        recipe(replace(authors, extra={"optimizer": "adam"}))
 
 
 def test_unknown_checkpoint_path(tmp_path):
