@@ -182,7 +182,7 @@ def training_runs(results: Path, out: Path, prefix: str, file: str) -> None:
     from attnxai.experiment import load_results, runs_header
 
     header, frames = [], []
-    for folder in sorted(results.glob(f"{prefix}*")):
+    for folder in sorted(p for p in results.glob(f"{prefix}*") if p.is_dir()):   # not locks
         if not (folder / "_meta.json").is_file() or not list(folder.glob("part-*.parquet")):
             header.append(f"# results: {folder.name}: no finished run")
             continue
