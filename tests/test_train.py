@@ -86,28 +86,6 @@ def test_a_trained_model_records_its_fingerprint(tiny_data, tmp_path, capsys):
     assert shown["weights_sha256"] == fp["weights_sha256"] and "note" not in shown
 
 
-def test_lazy_training_resumes_identically(tiny_data, tmp_path):
-    """The lazy recipe's state (LazyAdamW's moments and step) is saved after every epoch: a
-    training interrupted after its first epoch and resumed ends with the uninterrupted weights."""
-    cfg = get_config("quick", **{**TINY, "epochs": 2})
-    ref, _, met = train(cfg, tiny_data, progress=False)
-
-    class Stop(Exception):
-        pass
-
-    def stop_at_1(epoch):
-        if epoch == 1:
-            raise Stop
-
-    with pytest.raises(Stop):
-        train(cfg, tiny_data, progress=False, state_dir=tmp_path / "state", on_epoch=stop_at_1)
-    again, _, met2 = train(cfg, tiny_data, progress=False, state_dir=tmp_path / "state")
-    assert met2["resumed_at"] == [1]
-    for (n, a), (_, b) in zip(ref.state_dict().items(), again.state_dict().items()):
-        assert torch.equal(a, b), n
-    assert [h["train_loss"] for h in met["history"]] == [h["train_loss"] for h in met2["history"]]
-
-
 def test_the_authors_recipe_keeps_its_cache_key():
     """``extra={}`` is the authors' recipe (dense AdamW), under the key of the paper model trained
     before the recipe changed (paper-b287d8a53a883860, on the labelled archive); the profiles train
