@@ -94,15 +94,48 @@ def test_the_authors_recipe_keeps_its_cache_key():
     from attnxai.model.cache import cache_key
     from attnxai.model.profiles import PROFILES, TrainConfig
 
+    from attnxai.model.profiles import authors_recipe
+
     labelled = next(s for s, name in KNOWN_SHA256.items() if "labeled" in name)
-    authors = replace(PROFILES["paper"], extra={})
+    authors = authors_recipe(replace(PROFILES["paper"], seed=42))        # whatever ATTNXAI_SEED says
     assert authors == TrainConfig(profile="paper") and recipe(authors)["optimizer"] == "adamw"
     assert cache_key(authors, labelled) == "b287d8a53a883860"
+    assert authors_recipe(replace(PROFILES["paper-skip"], seed=42)) == TrainConfig(
+        profile="paper-skip", extra={"skip": True})
     for name in ("paper", "quick", "paper-skip"):
         assert recipe(PROFILES[name])["optimizer"] == "lazy-adamw", name
     assert cache_key(PROFILES["paper"], labelled) != "b287d8a53a883860"
     with pytest.raises(ValueError, match="optimizer must be one of"):
         recipe(replace(authors, extra={"optimizer": "adam"}))
+    with pytest.raises(ValueError, match="'multilayer' does not train with lazy AdamW"):
+        authors_recipe("multilayer")
+
+
+def test_cli_trains_and_finds_the_authors_recipe(monkeypatch, capsys):
+    """``train --authors-optimizer`` asks pretrained() for the profile's authors' configuration
+    (dense AdamW), ``info --authors-optimizer`` finds that model, not the lazy one; refused, one
+    line and status 2, for a profile without lazy AdamW."""
+    from attnxai import cli
+    from attnxai.model import trained
+    from attnxai.model.profiles import authors_recipe
+
+    asked = []
+    real = trained.pretrained
+
+    def spy(profile, **kw):
+        asked.append(profile)
+        raise FileNotFoundError("stop here")
+
+    monkeypatch.setattr(trained, "pretrained", spy)
+    assert cli.main(["train", "--profile", "quick", "--authors-optimizer"]) == 2
+    assert cli.main(["info", "--profile", "quick", "--authors-optimizer"]) == 2
+    assert cli.main(["train", "--profile", "quick"]) == 2
+    assert asked == [authors_recipe("quick"), authors_recipe("quick"), "quick"]
+    monkeypatch.setattr(trained, "pretrained", real)
+    capsys.readouterr()
+    assert cli.main(["train", "--profile", "multilayer", "--authors-optimizer"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not train with lazy AdamW" in err[0]
 
 
 def test_unknown_checkpoint_path(tmp_path):

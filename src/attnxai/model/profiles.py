@@ -24,7 +24,8 @@ from typing import Any
 from .. import validate
 from ..chapters.runconfig import seed_override
 
-__all__ = ["EXTRA_DEFAULTS", "FAST", "PROFILES", "TrainConfig", "get_config", "recipe"]
+__all__ = ["EXTRA_DEFAULTS", "FAST", "PROFILES", "TrainConfig", "authors_recipe", "get_config",
+           "recipe"]
 
 
 @dataclass(frozen=True)
@@ -120,8 +121,9 @@ def recipe(config: TrainConfig) -> dict[str, Any]:
 #: decay). The logits of a training batch come from the model's ``forward_rows`` (the same
 #: function as its forward), on one thread. About 7x faster a step than the authors' recipe on
 #: two cores (``benchmarks/bench_train.py``), with the same accuracy (``skip_ablation.csv``).
-#: ``extra={}`` is the authors' recipe (dense AdamW over all 11.6 M weights), the cache key of the
-#: models trained before: ``get_config("paper", extra={})``.
+#: Without it (:func:`authors_recipe`, ``python -m attnxai train --authors-optimizer``) a profile
+#: trains the authors' way (dense AdamW over all 11.6 M weights), under the cache key of the
+#: models trained before the change.
 FAST = {"optimizer": "lazy-adamw"}
 
 _MULTILAYER = dict(arch="multilayer", n_layers=6, residual=True, norm="pre", d_ff=0, dropout=0.1,
@@ -147,6 +149,20 @@ PROFILES: dict[str, TrainConfig] = {
     # The single-layer skip-connection ablation (chapter 8): the paper profile plus skip=True.
     "paper-skip": TrainConfig(profile="paper-skip", extra={**FAST, "skip": True}),
 }
+
+
+def authors_recipe(profile: str | TrainConfig) -> TrainConfig:
+    """``profile``'s configuration (:func:`get_config`) trained the authors' way: with dense AdamW
+    instead of :data:`FAST`'s lazy AdamW, everything else the same; the cache key of the models
+    trained before the recipe changed (``paper``: ``paper-b287d8a53a883860`` on the labelled
+    archive). ``ValueError`` for a profile that does not train with lazy AdamW (the multi-layer
+    profiles have their own recipe)."""
+    config = get_config(profile)
+    if recipe(config)["optimizer"] != "lazy-adamw":
+        raise ValueError(f"profile {config.profile!r} does not train with lazy AdamW, so it has no "
+                         "authors' recipe to go back to (the single-layer profiles have: "
+                         f"{sorted(n for n, c in PROFILES.items() if c.extra.get('optimizer'))})")
+    return replace(config, extra={k: v for k, v in config.extra.items() if k != "optimizer"})
 
 
 def get_config(profile: str | TrainConfig, **overrides: Any) -> TrainConfig:
