@@ -20,9 +20,10 @@ On the paper profile's shapes (batch 16, the training reviews in the profile's f
 * the validation pass (``predict`` on the 5,000 validation reviews), which the profile runs after
   every epoch;
 
-``--rounds`` rounds, each running every variant once for ``--steps`` steps (interleaved, so that
-a change of the machine's load falls on all of them), the median of the rounds reported, wall and
-CPU time. Ratios are of wall times of the same round. ``12,500 steps`` extrapolates the paper
+``--rounds`` rounds, each running every variant on every thread count once for ``--steps``
+steps (interleaved, so that a change of the machine's load falls on all of them), the median of
+the rounds reported, wall and CPU time. A ratio is the median over rounds of the ratio of the
+same round's times (wall, and CPU: the steadier one on a loaded machine). ``12,500 steps`` extrapolates the paper
 profile's 10 epochs of 1,250 steps (``train_seconds`` of its metrics, without the validations).
 
 Last output (commit 0000000; AMD EPYC, 2 cores shared with other sessions, load average 6-7):
@@ -213,26 +214,30 @@ def validation_seconds(stepper: Stepper, split: EncodedSplit) -> float:
 
 
 # ---------------------------------------------------------------------- report
-def run(split: EncodedSplit, n_threads: int, steps: int, rounds: int
-        ) -> tuple[dict[str, list[Timing]], dict[str, float]]:
+def run(split: EncodedSplit, thread_counts: list[int], steps: int, rounds: int
+        ) -> tuple[dict[int, dict[str, list[Timing]]], dict[str, float]]:
+    """Every variant for ``steps`` steps on each thread count, ``rounds`` times: within a round,
+    the thread counts one after the other and, for each, the variants one after the other (a
+    floor replays the batches its recipe's stepper has just run). The steppers keep training
+    from round to round."""
     lazy = {"optimizer": "lazy-adamw"}
     steppers = {"lazy": Stepper(split, lazy), "lazy-bucketed": Stepper(split, lazy, True),
                 "previous": Stepper(split, {})}
     variants = {**steppers, "floor (lazy)": Floor(steppers["lazy"]),
                 "floor + rows (lazy)": Floor(steppers["lazy"], rows=True),
                 "floor (previous)": Floor(steppers["previous"])}
-    out: dict[str, list[Timing]] = {k: [] for k in variants}
-    out["validation"] = []
-    with threads(n_threads):
-        for s in steppers.values():
-            s.run(5)                                         # warm-up
-        for _ in range(rounds):
-            for name, v in variants.items():
-                # a floor times the batches its recipe's stepper took last: rewind it
-                if isinstance(v, Floor):
-                    v.stepper.next -= steps
-                out[name].append(v.run(steps))
-            out["validation"].append(Timing(validation_seconds(steppers["lazy"], split), 0.0, 1))
+    out = {n: {**{k: [] for k in variants}, "validation": []} for n in thread_counts}
+    for s in steppers.values():
+        s.run(5)                                             # warm-up
+    for _ in range(rounds):
+        for n in thread_counts:
+            with threads(n):
+                for name, v in variants.items():
+                    if isinstance(v, Floor):
+                        v.stepper.next -= steps
+                    out[n][name].append(v.run(steps))
+                out[n]["validation"].append(
+                    Timing(validation_seconds(steppers["lazy"], split), 0.0, 1))
     return out, {k: v.macs for k, v in variants.items() if isinstance(v, Floor)}
 
 
@@ -286,9 +291,14 @@ def main() -> None:
     split = encode_split(get_config("paper"), load_imdb())
     print(f"IMDb loaded and encoded in {time.perf_counter() - t:.0f} s; vocabulary "
           f"{len(split.vocab)}; load average {os.getloadavg()[0]:.1f}")
-    for n in (int(x) for x in args.threads.split(",")):
-        res, floor_macs = run(split, n, args.steps, args.rounds)
-        print("\n".join(report(res, floor_macs, n)), flush=True)
+    counts = [int(x) for x in args.threads.split(",")]
+    res, floor_macs = run(split, counts, args.steps, args.rounds)
+    for n in counts:
+        print("\n".join(report(res[n], floor_macs, n)))
+    for n in counts[1:]:
+        print(f"{n} threads / {counts[0]}: " + ";  ".join(
+            f"{name} {ratio(res[n][name], res[counts[0]][name])}"
+            for name in ("lazy", "previous", "floor (lazy)")))
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
