@@ -14,21 +14,66 @@ On the paper profile's shapes (batch 16, the training reviews in the profile's f
   pass, the optimiser (with ``zero_grad`` and the sparse gradient);
 * ``floor``: the step's matrix products timed alone, for the same batches (those torch runs in
   the forward and backward passes, as ``torch.utils.flop_counter`` counts them, in preallocated
-  tensors); for the lazy
-  step also ``floor + rows``: those plus the gather and scatter of the rows it updates (the
-  weights and both moments: the memory traffic the update cannot avoid);
+  tensors); for the lazy step also ``floor + rows``: those plus the gather and scatter of the
+  rows it updates (the weights and both moments: the memory traffic the update cannot avoid);
 * the validation pass (``predict`` on the 5,000 validation reviews), which the profile runs after
   every epoch;
 
 ``--rounds`` rounds, each running every variant on every thread count once for ``--steps``
 steps (interleaved, so that a change of the machine's load falls on all of them), the median of
 the rounds reported, wall and CPU time. A ratio is the median over rounds of the ratio of the
-same round's times (wall, and CPU: the steadier one on a loaded machine). ``12,500 steps`` extrapolates the paper
-profile's 10 epochs of 1,250 steps (``train_seconds`` of its metrics, without the validations).
+same round's times (wall, and CPU: the steadier one on a loaded machine). ``12,500 steps``
+extrapolates the paper profile's 10 epochs of 1,250 steps (``train_seconds`` of its metrics,
+without the validations). Issue 43's target: the paper profile trained in at most 120 s on two
+idle cores (``python -m attnxai train --profile paper --no-download`` prints its
+``train_seconds``).
 
-Last output (commit 0000000; AMD EPYC, 2 cores shared with other sessions, load average 6-7):
+Last output (commit 8dae820; AMD EPYC, 2 cores shared with other sessions' jobs, load average 2.3
+at the start, 1.6 at the end). The previous recipe's step is mostly its dense embedding gradient:
+46 MB allocated, page-faulted and filled at every step, then read by AdamW with both moments; its
+cost depends on the machine's state (the 358-484 s of its trainings in November are 29-39 ms a
+step, against 60 ms here). One thread is the recipe's choice: two gain 7 % here, while on two
+cores another job keeps busy they made the step 20 times slower (an earlier run at load 8-14:
+449 ms a step against 18 ms on one thread).
 
-    (to be filled by the run)
+
+    IMDb loaded and encoded in 19 s; vocabulary 89568; load average 2.3
+    threads 1:
+                      lazy:    8.38 ms/step wall,    8.20 ms CPU  (  1909 reviews/s; 12,500 steps:   105 s)
+                            ids 2 %, forward 32 %, backward 39 %, optimiser 27 %
+             lazy-bucketed:    7.36 ms/step wall,    7.34 ms CPU  (  2173 reviews/s; 12,500 steps:    92 s)
+                            ids 2 %, forward 31 %, backward 38 %, optimiser 29 %
+                  previous:   61.59 ms/step wall,   59.58 ms CPU  (   260 reviews/s; 12,500 steps:   770 s)
+                            ids 1 %, forward 6 %, backward 73 %, optimiser 21 %
+              floor (lazy):    0.90 ms/step wall,    0.84 ms CPU  ( 17750 reviews/s; 12,500 steps:    11 s)
+                            9.0 M multiply-adds a step, 19.9 GFLOP/s
+       floor + rows (lazy):    1.74 ms/step wall,    1.66 ms CPU  (  9187 reviews/s; 12,500 steps:    22 s)
+                            9.0 M multiply-adds a step, 10.3 GFLOP/s
+          floor (previous):    2.49 ms/step wall,    2.44 ms CPU  (  6418 reviews/s; 12,500 steps:    31 s)
+                            26.0 M multiply-adds a step, 20.9 GFLOP/s
+      lazy / floor (lazy): 10.42x (CPU 10.55x);  lazy / (floor + rows): 4.68x (CPU 4.71x)
+      previous / floor (previous): 24.71x (CPU 24.39x)
+      previous / lazy: 7.51x (CPU 7.38x);  lazy-bucketed / lazy: 0.95x (CPU 0.96x)
+      validation pass (5,000 reviews): 1.24 s
+    threads 2:
+                      lazy:    7.81 ms/step wall,   15.10 ms CPU  (  2049 reviews/s; 12,500 steps:    98 s)
+                            ids 3 %, forward 32 %, backward 40 %, optimiser 25 %
+             lazy-bucketed:    7.29 ms/step wall,   14.35 ms CPU  (  2196 reviews/s; 12,500 steps:    91 s)
+                            ids 3 %, forward 32 %, backward 40 %, optimiser 25 %
+                  previous:   42.73 ms/step wall,   82.79 ms CPU  (   374 reviews/s; 12,500 steps:   534 s)
+                            ids 1 %, forward 8 %, backward 71 %, optimiser 21 %
+              floor (lazy):    0.66 ms/step wall,    1.27 ms CPU  ( 24169 reviews/s; 12,500 steps:     8 s)
+                            9.0 M multiply-adds a step, 27.2 GFLOP/s
+       floor + rows (lazy):    1.19 ms/step wall,    2.21 ms CPU  ( 13474 reviews/s; 12,500 steps:    15 s)
+                            9.0 M multiply-adds a step, 15.1 GFLOP/s
+          floor (previous):    1.38 ms/step wall,    2.63 ms CPU  ( 11626 reviews/s; 12,500 steps:    17 s)
+                            26.0 M multiply-adds a step, 37.8 GFLOP/s
+      lazy / floor (lazy): 11.27x (CPU 11.53x);  lazy / (floor + rows): 6.00x (CPU 6.02x)
+      previous / floor (previous): 33.01x (CPU 32.64x)
+      previous / lazy: 5.85x (CPU 5.66x);  lazy-bucketed / lazy: 0.99x (CPU 0.99x)
+      validation pass (5,000 reviews): 0.82 s
+    2 threads / 1: lazy 0.93x (CPU 1.87x);  previous 0.71x (CPU 1.40x);  floor (lazy) 0.82x (CPU 1.53x)
+    load average at the end 1.6
 """
 
 from __future__ import annotations
