@@ -69,6 +69,7 @@ FERRET = ("tests/test_faithfulness_ferret.py::test_untied_scores_equal_ferrets_e
           "tests/test_faithfulness.py::test_cls_is_never_removed_and_curve_endpoints")
 
 PROPERTIES = ("tests/test_properties.py",)
+FORWARD_ROWS = ("tests/test_forward_rows.py::test_forward_rows_is_forward_logits_and_gradients",)
 SAMPLED = tuple(f"tests/test_theory_deletion_exact.py::test_{t}" for t in (
     "sampled_route_scatters_around_the_enumeration_as_its_standard_errors_say",
     "sampled_route_pools_to_the_truth", "sampled_route_stops_at_its_tolerance_or_says_it_did_not",
@@ -293,6 +294,23 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("faith-positive-zero/vendored", "perturbation.py", "order = order[s[order] > 0]",
            "order = order[s[order] >= 0]", "the positive rule keeping zero scores",
            tests=FERRET[:2]),
+    # ---- the training path: forward_rows is the forward, LazyAdamW the stated update
+    Mutant("forward-rows-no-mask", "model/single_layer.py",
+           'alpha = torch.softmax(Z[..., :K].masked_fill(~mask[..., None], float("-inf")), dim=1)',
+           "alpha = torch.softmax(Z[..., :K], dim=1)",
+           "forward_rows attending to padding", tests=FORWARD_ROWS),
+    Mutant("forward-rows-query-scale", "model/single_layer.py",
+           'u = torch.einsum("ka,kad->kd", q1, self.W_k) / math.sqrt(self.d_attn)',
+           'u = torch.einsum("ka,kad->kd", q1, self.W_k) / self.d_attn',
+           "forward_rows' scores over d_att instead of sqrt(d_att)", tests=FORWARD_ROWS),
+    Mutant("lazy-adamw-second-moment", "model/optim.py",
+           'for t, new in ((p, w), (st["exp_avg"], m), (st["exp_avg_sq"], v)):',
+           'for t, new in ((p, w), (st["exp_avg"], m)):',
+           "the rows' second moments never written back", tests=("tests/test_optim.py",)),
+    Mutant("lazy-adamw-repeated-rows", "model/optim.py",
+           "grad = p.grad.coalesce()", "grad = p.grad._coalesced_(True)",
+           "a gradient's repeated rows taken as distinct (marked coalesced, not summed)",
+           tests=("tests/test_optim.py",)),
     # ---- the validators: valid input must be answered (tests/test_properties.py)
     Mutant("validate-numpy-ints", "validate.py",
            "if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):\n"

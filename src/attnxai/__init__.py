@@ -32,8 +32,9 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  the model in SymPy | its float64 projections
         single_layer | multilayer
                                  the Section 2 classifier | the 6 x 6 reconstruction
-        interface | devices      the model interface (ClassifierBase), ids, positions, predict |
-                                 the one device parser
+        interface | devices | optim
+                                 the model interface (ClassifierBase), ids, positions, predict |
+                                 the one device parser | lazy AdamW (the training's optimiser)
     words | data | text | limit_settings
                                  token <-> word scores | IMDb | tokenizer, vocabulary |
                                  the settings of LIME's limit (theory and registry share them)

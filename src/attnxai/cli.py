@@ -76,13 +76,27 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-download", action="store_true",
                    help="train here even when the book's published model of the same cache key "
                         "could be downloaded")
+    _authors_flag(p)
     _progress_flag(p)
+
+
+def _authors_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--authors-optimizer", action="store_true",
+                   help="the profile trained the authors' way, with dense AdamW instead of lazy "
+                        "AdamW (paper, quick, paper-skip; another cache key)")
+
+
+def _profile_config(args: argparse.Namespace):
+    """The profile name, or its configuration with the authors' optimiser."""
+    from .model.profiles import authors_recipe
+
+    return authors_recipe(args.profile) if args.authors_optimizer else args.profile
 
 
 def _train_run(args: argparse.Namespace) -> int:
     from .model.trained import pretrained
 
-    pre = pretrained(args.profile, archive=args.archive, device=args.device,
+    pre = pretrained(_profile_config(args), archive=args.archive, device=args.device,
                      download=not args.no_download, progress=not args.no_progress)
     m = pre.metrics
     ref = paper.reported("multilayer_accuracy" if pre.model.n_layers > 1 else
@@ -105,6 +119,7 @@ def _info_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--published", action="store_true",
                    help="also compare it, file by file (sha256), with the model the book "
                         "publishes under the same key (reads the published index)")
+    _authors_flag(p)
 
 
 def _info_run(args: argparse.Namespace) -> int:
@@ -117,7 +132,7 @@ def _info_run(args: argparse.Namespace) -> int:
     if args.path is not None:
         pre = load(args.path)
     else:
-        pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
+        pre = pretrained(_profile_config(args), archive=args.archive, train_if_missing=False,
                          download=False, progress=False)
     out = describe(pre)
     same = True
