@@ -32,9 +32,10 @@ VOCAB = 30                   # ids: 0 [PAD], 1 [CLS], 2 UNK, 3..29 conftest.WORD
 MAX_LEN = 12                 # [CLS] + up to 11 words
 
 
-#: ``ATTNXAI_HYPOTHESIS_NO_SHRINK=1``: report the first failing example without shrinking it
-#: (benchmarks/mutation.py, where only whether a test fails matters).
-PHASES = tuple(p for p in Phase if not (p is Phase.shrink and
+#: ``ATTNXAI_HYPOTHESIS_NO_SHRINK=1``: report the first failing example without shrinking or
+#: explaining it (benchmarks/mutation.py, where only whether a test fails matters: the explain
+#: phase reruns hundreds of variants of a failing example, which made slow tests time out).
+PHASES = tuple(p for p in Phase if not (p in (Phase.shrink, Phase.explain) and
                                         os.environ.get("ATTNXAI_HYPOTHESIS_NO_SHRINK") == "1"))
 
 

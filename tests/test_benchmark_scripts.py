@@ -83,7 +83,8 @@ def test_every_mutant_still_applies_to_the_source():
 def test_full_review_rows_resume_from_their_part_file(tmp_path, quick_model64, imdb):
     """make_deletion_errors keeps each full review's rows as it finishes: a rerun with the same
     part file recomputes nothing it holds (the rows come back equal), a longer run computes only
-    the new reviews, and another tolerance is not taken from it."""
+    the new reviews, and another tolerance, model or rule of the certified route is not taken
+    from it."""
     mod = load_script("book/data/make_deletion_errors.py")
     part = tmp_path / "part.jsonl"
     rows = mod.full_review_rows(quick_model64, imdb, 2, 0.2, 1, part)
@@ -104,3 +105,39 @@ def test_full_review_rows_resume_from_their_part_file(tmp_path, quick_model64, i
     assert calls == [2] and more[:6] == rows and len(more) == 9
     mod.full_review_rows(quick_model64, imdb, 1, 0.3, 1, part)
     assert calls == [2, 0]
+    # rows another rule of the certified route made (before its 95 % intervals), or another
+    # model, are recomputed, not resumed
+    import json
+
+    lines = [json.loads(x) for x in part.read_text().splitlines()]
+    part.write_text("".join(json.dumps({**rec, "rule": "one standard error"}) + "\n"
+                            for rec in lines[:1])
+                    + "".join(json.dumps({**rec, "model": "another"}) + "\n"
+                              for rec in lines[1:2]))
+    mod.full_review_rows(quick_model64, imdb, 2, 0.2, 1, part)
+    assert calls == [2, 0, 0, 1]
+    assert all(r["reference_rule"] == mod.sampled_rule() for r in rows)
+
+
+def test_bench_train_floor_is_the_products_torch_runs():
+    """bench_train's floor times the matrix products of a training step: the same multiply-adds
+    as torch's flop counter counts in the forward and backward passes of both recipes (model(ids)
+    and forward_rows), on a small model with padding."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from attnxai.model.single_layer import AttentionClassifier
+
+    bt = load_script("benchmarks/bench_train.py")
+    torch.manual_seed(0)
+    m = AttentionClassifier(50, d_embed=8, d_attn=4, d_value=5, n_heads=3, max_len=20)
+    ids = m.check_ids(m.collate([[1, 5, 6, 7, 8], [1, 9, 10], [1, 11, 12, 13, 5, 5, 16]]))
+    uniq, index = torch.unique(ids, return_inverse=True)
+    dims = dict(d=8, K=3, a=4, v=5, C=2)
+    rows = m.W_e.detach()[uniq].clone().requires_grad_()
+    for lazy, run in ((False, lambda: m(ids)),
+                      (True, lambda: m.forward_rows(rows, index, m.pad_mask(ids)))):
+        with FlopCounterMode(display=False) as fc:
+            run().sum().backward()
+        fwd = bt.forward_products(lazy, *ids.shape, uniq.numel(), **dims)
+        assert 2 * bt.macs(bt.products_with_backward(fwd)) == fc.get_total_flops(), lazy

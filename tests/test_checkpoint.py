@@ -71,11 +71,18 @@ def test_save_writes_a_manifest_that_load_checks(saved):
 
 
 def test_existing_cache_keys_are_unchanged(monkeypatch):
-    """No FORMAT_VERSION bump: the checkpoints already cached (no manifest) keep their folders."""
+    """No FORMAT_VERSION bump: the checkpoints already cached (no manifest) keep their folders.
+    The authors' recipe keeps the keys of the models trained before lazy AdamW; the profiles'
+    keys (lazy AdamW) are these."""
+    from attnxai.model.profiles import authors_recipe
+
     monkeypatch.delenv("ATTNXAI_SEED", raising=False)
     assert FORMAT_VERSION == 1
-    assert cache_key(get_config("quick"), LABELLED_SHA) == "6468f19043c3e6d1"
-    assert cache_key(get_config("paper"), LABELLED_SHA) == "b287d8a53a883860"
+    assert cache_key(authors_recipe("quick"), LABELLED_SHA) == "6468f19043c3e6d1"
+    assert cache_key(authors_recipe("paper"), LABELLED_SHA) == "b287d8a53a883860"
+    assert cache_key(get_config("quick"), LABELLED_SHA) == "4e6b3081e1427e08"
+    assert cache_key(get_config("paper"), LABELLED_SHA) == "18193740e80fd2ae"
+    assert cache_key(get_config("paper-skip"), LABELLED_SHA) == "f2c3f7bca7c816cf"
 
 
 def test_attnxai_seed_gives_every_named_profile_another_seed_and_key(monkeypatch):

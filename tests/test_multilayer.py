@@ -235,11 +235,15 @@ def _equal_weights(a, b):
                                                  b.state_dict().values()))
 
 
-def test_training_resumes_bit_for_bit(small_data, tmp_path):
+@pytest.mark.parametrize("profile", ["multilayer-quick", "quick"])
+def test_training_resumes_bit_for_bit(small_data, tmp_path, profile):
+    """Interrupted after its second epoch and resumed from the saved state, a training ends with
+    the uninterrupted weights: the multi-layer recipe (AdamW, schedule) and the single-layer one
+    (LazyAdamW's moments and step)."""
     from attnxai.model import profiles as P
     from attnxai.model import train as T
 
-    cfg = P.get_config("multilayer-quick", **SMALL)
+    cfg = P.get_config(profile, **SMALL)
     seen = []
     ref, _, met = T.train(cfg, small_data, progress=False, on_epoch=seen.append)
     assert seen == list(range(1, cfg.epochs + 1))
@@ -259,7 +263,7 @@ def test_training_resumes_bit_for_bit(small_data, tmp_path):
     assert [h["valid_accuracy"] for h in met["history"]] == \
         [h["valid_accuracy"] for h in met2["history"]]
     # a state of another config is ignored
-    other = P.get_config("multilayer-quick", **{**SMALL, "seed": 1})
+    other = P.get_config(profile, **{**SMALL, "seed": 1})
     _, _, met3 = T.train(other, small_data, progress=False, state_dir=tmp_path / "state")
     assert met3["resumed_at"] == []
 

@@ -236,8 +236,9 @@ def test_chain_is_lime_limit(spec, bow, data):
         return
     default = la.lime_limit(model, ids, bow=bow, kernel_width=nu, law="lime")
     ref, scale = exact(model, ids, bow, nu)
-    assert relative(tight, ref, scale) < 1e-9 + rounding(d, nu)     # ksub=2: 8e-11 measured
-    assert relative(default, ref, scale) < 1e-3                    # ksub=1: 1.1e-4 measured
+    # the errors measured on a fixed population: lime_attention.CHAIN_ERRORS (1.9e-10, 9.2e-5)
+    assert relative(tight, ref, scale) < 1e-9 + rounding(d, nu)     # ksub=2
+    assert relative(default, ref, scale) < 1e-3                    # ksub=1
     event(f"d = {d}")
 
 

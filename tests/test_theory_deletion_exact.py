@@ -1,8 +1,9 @@
 """Deletion with repeated words (theory.lime_repeats, theory.deletion_routes): LIME's limit,
 Shapley and Banzhaf values and the effect curves against an enumeration of all 2^d coalitions
 written here (the model run on every perturbed document, lime's weighted least squares solved
-by numpy), sharing no code with the chain; the sampled route's standard error; the routes'
-choice and refusals."""
+by numpy, ``tests/deletion_reference.py``), sharing no code with the chain; the sampled route's
+standard error; the routes' choice and refusals (the labelled results and the sampled route's
+coverage: ``tests/test_results_deletion.py``)."""
 
 from __future__ import annotations
 
@@ -14,74 +15,13 @@ import numpy as np
 import pytest
 import torch
 from conftest import make_tiny, tiny_text
+from deletion_reference import game, ref_effects, ref_lime, ref_shapley, reference, words_of
 
 from attnxai import theory
 from attnxai.theory import deletion_routes as dr
 from attnxai.theory import shapley_values as sv
 from attnxai.theory.lime_inputs import resolve
 from attnxai.theory.lime_inputs import tables as lr_tables
-
-
-# ---------------------------------------------------------------- the reference, by enumeration
-def words_of(ids: np.ndarray) -> list[np.ndarray]:
-    """The distinct ids' positions (1-based), in order of first occurrence."""
-    seen: dict[int, list[int]] = {}
-    for pos, x in enumerate(ids[1:].tolist(), start=1):
-        seen.setdefault(x, []).append(pos)
-    return [np.array(v) for v in seen.values()]
-
-
-def game(model, ids, feats) -> tuple[np.ndarray, np.ndarray]:
-    """(Z (2^d, d) 0/1, v (2^d,)): the logit 1 with the words of each row kept, the others
-    deleted with every occurrence."""
-    d = len(feats)
-    Z = np.array(list(itertools.product((0, 1), repeat=d)))
-    docs = []
-    for z in Z:
-        keep = np.ones(ids.size, bool)
-        for j in np.flatnonzero(z == 0):
-            keep[feats[j]] = False
-        docs.append(ids[keep].tolist())
-    with torch.no_grad():
-        v = model(model.collate(docs))[:, 1].double().numpy()
-    return Z, v
-
-
-def ref_shapley(Z, v):
-    d = Z.shape[1]
-    key = {tuple(z): i for i, z in enumerate(Z)}
-    out = np.zeros(d)
-    for i, z in enumerate(Z):
-        s = int(z.sum())
-        for j in np.flatnonzero(z == 0):
-            zj = z.copy()
-            zj[j] = 1
-            out[j] += math.factorial(s) * math.factorial(d - 1 - s) / math.factorial(d) * (
-                v[key[tuple(zj)]] - v[i])
-    return out
-
-
-def ref_effects(Z, v, p):
-    prob = np.prod(np.where(Z == 1, p, 1 - p), axis=1)
-    on = (prob * v) @ Z / (prob @ Z)
-    off = (prob * v) @ (1 - Z) / (prob @ (1 - Z))
-    return on - off, float(prob @ v)
-
-
-def ref_lime(Z, v, nu):
-    """lime's n -> infinity fit: the number s of removed words uniform in 1..d, the removed set
-    uniform given s, weights sqrt(exp(-D^2 / nu^2)) with D = 100 x the cosine distance to the
-    document; weighted least squares with an intercept."""
-    d = Z.shape[1]
-    kept = Z.sum(axis=1)
-    s = d - kept
-    prob = np.where(s >= 1, 1.0 / d / np.array([math.comb(d, int(x)) for x in s]), 0.0)
-    cos = np.where(kept > 0, kept / np.sqrt(np.maximum(kept, 1) * d), 0.0)
-    dist = 100 * (1 - cos)
-    pi = np.ones_like(dist) if math.isinf(nu) else np.sqrt(np.exp(-dist ** 2 / nu ** 2))
-    w = np.sqrt(prob * pi)
-    X = np.hstack([np.ones((len(Z), 1)), Z])
-    return np.linalg.lstsq(X * w[:, None], v * w, rcond=None)[0][1:]
 
 
 def documents():
@@ -157,19 +97,11 @@ def test_the_binomial_positions_are_not_exact_here(case):
 SAMPLED_VALUES = ("shapley", "banzhaf", "lime")
 
 
-def reference(value, Z, v, nu=25.0):
-    if value == "shapley":
-        return ref_shapley(Z, v)
-    if value == "banzhaf":
-        return ref_effects(Z, v, 0.5)[0]
-    return ref_lime(Z, v, nu)
-
-
 def test_sampled_route_scatters_around_the_enumeration_as_its_standard_errors_say(case):
     """Every document, the three values, with and without the control variate, 4 seeds each:
     the errors against the enumeration, in units of the stated standard error, have mean about 0
-    and spread about 1 (batch means over 10 batches: Student's t with 9 degrees of freedom,
-    sd 1.13). A bias of a fifth of a standard error, or an error bar off by 40 %, fails."""
+    and spread about 1 (Stein's interval: Student's t with 9 degrees of freedom, sd 1.13). A bias
+    of a fifth of a standard error, or an error bar off by 40 %, fails."""
     model, ids, feats, Z, v = case
     z = []
     for value in SAMPLED_VALUES:
@@ -206,9 +138,10 @@ def test_sampled_route_stops_at_its_tolerance_or_says_it_did_not():
     text = tiny_text(40, seed=7, unknown=False)                  # 14 repeated words
     for value in SAMPLED_VALUES:
         res = theory.deletion_game(pre, text, value, route="sampled", tol=0.02)
-        assert res.converged and res.rel_error <= 0.02
-        assert res.rel_error == pytest.approx(np.linalg.norm(res.stderr)
+        assert res.converged and res.rel_error <= 0.02 and res.level == 0.95
+        assert res.rel_error == pytest.approx(np.linalg.norm(res.halfwidth)
                                               / np.linalg.norm(res.values))
+        np.testing.assert_allclose(res.halfwidth, 2.262157 * res.stderr, rtol=1e-6)
         exact = theory.deletion_game(pre, text, value, route="exact").values
         assert np.linalg.norm(res.values - exact) / np.linalg.norm(exact) < 4 * res.rel_error
         short = theory.deletion_game(pre, text, value, route="sampled", tol=1e-6,
@@ -227,19 +160,21 @@ def test_the_control_variate_saves_draws():
         assert runs[True].evaluations < runs[False].evaluations, value
 
 
-def test_running_moments_are_the_batch_means_standard_error():
-    """The stopping rule's running mean and standard error (Welford) equal the mean and
-    batch_stderr of all the batches so far, at every step, on vectors of very unequal scales."""
-    from attnxai.theory.deletion_sampled import _RunningMoments, batch_stderr
+def test_the_interval_is_steins():
+    """The standard errors are the first stage's spread (MIN_BATCHES batches) over the square root
+    of all the batches, the half-widths that times Student's t quantile with MIN_BATCHES - 1
+    degrees of freedom (2.2622 at 95 %, tables), at any level."""
+    from attnxai.theory.deletion_sampled import LEVEL, MIN_BATCHES, interval, t_factor
 
+    assert LEVEL == 0.95 and MIN_BATCHES == 10
+    assert t_factor(9) == pytest.approx(2.262157, abs=1e-6)
+    assert t_factor(9, 0.99) == pytest.approx(3.249836, abs=1e-6)
     rng = np.random.default_rng(4)
-    X = rng.normal(size=(40, 7)) * np.array([1e-6, 1e-3, 1, 1, 10, 1e3, 1e6]) + 5.0
-    run = _RunningMoments()
-    for i, x in enumerate(X):
-        run.add(x)
-        np.testing.assert_allclose(run.mean, X[:i + 1].mean(axis=0), rtol=1e-12)
-        if i >= 1:
-            np.testing.assert_allclose(run.stderr(), batch_stderr(X[:i + 1]), rtol=1e-9)
+    X = rng.normal(size=(37, 7)) * np.array([1e-6, 1e-3, 1, 1, 10, 1e3, 1e6]) + 5.0
+    se, half = interval(X)
+    np.testing.assert_allclose(se, X[:10].std(axis=0, ddof=1) / math.sqrt(37), rtol=1e-12)
+    np.testing.assert_allclose(half, 2.262157 * se, rtol=1e-6)
+    np.testing.assert_allclose(interval(X, 0.8)[1], 1.383029 * se, rtol=1e-6)
 
 
 def test_linear_sums_by_enumeration():
@@ -371,7 +306,8 @@ def test_the_quoted_errors_are_the_committed_measurements():
 
 def test_the_sampled_cost_quoted_is_the_committed_measurement():
     """The sampled route's cost the warnings quote is that of the full reviews of
-    book/data/deletion_errors.csv (at least 1,000, every run converged to 1e-2)."""
+    book/data/deletion_errors.csv (at least 1,000, every run converged to 1e-2), under the rule
+    the file was measured with (SAMPLED_COST_RULE)."""
     import pandas as pd
     from pathlib import Path
 
@@ -382,6 +318,10 @@ def test_the_sampled_cost_quoted_is_the_committed_measurement():
     for value, (med, worst, evals, n) in dr.SAMPLED_COST.items():
         rows = df[df["value"] == value]
         assert n == len(rows) >= 1000 and rows["reference_converged"].all()
+        # the rule the file was measured under (rows written before the 95 % intervals have none)
+        rule = (set(rows["reference_rule"].dropna()) if "reference_rule" in rows
+                else set()) or {"one standard error"}
+        assert rule == {dr.SAMPLED_COST_RULE}, rule
         assert (rows["reference_rel_se"] <= 1e-2).all()
         assert med == pytest.approx(rows["reference_cpu_s"].median(), abs=0.05)
         assert worst == pytest.approx(rows["reference_cpu_s"].max(), abs=0.05)

@@ -136,12 +136,18 @@ def test_trained_model_efficiency_on_a_long_review(quick_model64, imdb):
         text = review_text(imdb, i, quick_model64.model.max_len)
         if len(text.split()) == quick_model64.model.max_len - 1:
             break
-    phi = sv.shapley(quick_model64, text, bow=False)
+    # Only what holds on any weights: the chain's efficiency by construction, and Gauss-Legendre
+    # with ceil(d/2) nodes exact in p. The default's 25 nodes are not exact at d = 255: their error
+    # depends on the weights (1.8e-9 on one trained model, the module's docstring), so it is
+    # measured there, never asserted on a model this machine happened to train.
     chain = sv.shapley(quick_model64, text, bow=False, method="chain", ksub=3)
     model, ids, _ = resolve(quick_model64, text, False, None)
     full, empty = sv.endpoint_values(tables(model, ids, 1), "replace")
-    assert abs(phi.sum() - (full - empty).mean()) < 1e-9
-    assert rel(phi, chain) < 1e-9
+    gap = (full - empty).mean()
+    assert abs(chain.sum() - gap) < 1e-12 * max(1.0, abs(gap))
+    whole = sv.shapley(quick_model64, text, bow=False, n_nodes=math.ceil(len(chain) / 2))
+    assert abs(whole.sum() - gap) < 1e-9 * max(1.0, abs(gap))
+    assert rel(whole, chain) < 1e-9
 
 
 # ---------------------------------------------------------------- weights and curves

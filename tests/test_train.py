@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from attnxai import Pretrained
 from attnxai.model import checkpoint
 from attnxai.model.checkpoint import load, save
 from attnxai.data import IMDb
-from attnxai.model.profiles import get_config
+from attnxai.model.profiles import get_config, recipe
 from attnxai.model.train import train
 from attnxai.model.trained import pretrained
 
@@ -25,15 +26,19 @@ TINY = dict(n_train=400, n_valid=100, n_test=100, epochs=1, batch_size=32, lr=1e
             d_embed=16, d_attn=8, d_value=8, n_heads=2, max_len=64)
 
 
-def test_same_seed_same_weights(tiny_data):
-    cfg = get_config("quick", **TINY)
+@pytest.mark.parametrize("extra", [None, {}], ids=["profile recipe (lazy AdamW)", "authors"])
+def test_same_seed_same_weights(tiny_data, extra):
+    """Two trainings of one config on this machine: bit-identical weights, for the profiles'
+    recipe and for the authors' (``extra={}``)."""
+    cfg = get_config("quick", **TINY, **({} if extra is None else {"extra": extra}))
+    assert recipe(cfg)["optimizer"] == ("lazy-adamw" if extra is None else "adamw")
     m1, v1, _ = train(cfg, tiny_data, progress=False)
     m2, v2, met = train(cfg, tiny_data, progress=False)
     assert v1.itos == v2.itos
     for (n, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
         assert torch.equal(a, b), n
     assert {"train_accuracy", "valid_accuracy", "test_accuracy", "train_seconds", "history"} <= set(met)
-    other = get_config("quick", **{**TINY, "seed": cfg.seed + 1})     # whatever ATTNXAI_SEED says
+    other = get_config(cfg, seed=cfg.seed + 1)                          # whatever ATTNXAI_SEED says
     m3, _, _ = train(other, tiny_data, progress=False)
     assert not torch.equal(m1.W_q, m3.W_q)
 
@@ -65,7 +70,8 @@ def test_a_trained_model_records_its_fingerprint(tiny_data, tmp_path, capsys):
     cfg = get_config("quick", **TINY)
     model, vocab, metrics = train(cfg, tiny_data, progress=False)
     fp = metrics["fingerprint"]
-    assert fp["torch"] == torch.__version__ and fp["threads"] == torch.get_num_threads()
+    assert fp["torch"] == torch.__version__
+    assert fp["threads"] == 1         # the lazy recipe trains on one thread, whatever the process
     assert fp["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert fp["cpu"]["machine"] and isinstance(fp["cpu"]["flags"], list)
     path = save(Pretrained(model, vocab, {"train": cfg.to_dict(), "model": model.config}, metrics),
@@ -78,6 +84,51 @@ def test_a_trained_model_records_its_fingerprint(tiny_data, tmp_path, capsys):
     assert cli.main(["info", "--path", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)["fingerprint"]
     assert shown["weights_sha256"] == fp["weights_sha256"] and "note" not in shown
+
+
+def test_the_authors_recipe_is_the_profile_without_lazy_adamw():
+    """The single-layer profiles train with lazy AdamW; ``authors_recipe`` is the same profile
+    with the authors' dense AdamW, the config the models cached before had (their keys:
+    tests/test_checkpoint.py); a profile without lazy AdamW has none."""
+    from attnxai.model.profiles import PROFILES, TrainConfig, authors_recipe
+
+    authors = authors_recipe(replace(PROFILES["paper"], seed=42))        # whatever ATTNXAI_SEED says
+    assert authors == TrainConfig(profile="paper") and recipe(authors)["optimizer"] == "adamw"
+    assert authors_recipe(replace(PROFILES["paper-skip"], seed=42)) == TrainConfig(
+        profile="paper-skip", extra={"skip": True})
+    for name in ("paper", "quick", "paper-skip"):
+        assert recipe(PROFILES[name])["optimizer"] == "lazy-adamw", name
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        recipe(replace(authors, extra={"optimizer": "adam"}))
+    with pytest.raises(ValueError, match="'multilayer' does not train with lazy AdamW"):
+        authors_recipe("multilayer")
+
+
+def test_cli_trains_and_finds_the_authors_recipe(monkeypatch, capsys):
+    """``train --authors-optimizer`` asks pretrained() for the profile's authors' configuration
+    (dense AdamW), ``info --authors-optimizer`` finds that model, not the lazy one; refused, one
+    line and status 2, for a profile without lazy AdamW."""
+    from attnxai import cli
+    from attnxai.model import trained
+    from attnxai.model.profiles import authors_recipe
+
+    asked = []
+    real = trained.pretrained
+
+    def spy(profile, **kw):
+        asked.append(profile)
+        raise FileNotFoundError("stop here")
+
+    monkeypatch.setattr(trained, "pretrained", spy)
+    assert cli.main(["train", "--profile", "quick", "--authors-optimizer"]) == 2
+    assert cli.main(["info", "--profile", "quick", "--authors-optimizer"]) == 2
+    assert cli.main(["train", "--profile", "quick"]) == 2
+    assert asked == [authors_recipe("quick"), authors_recipe("quick"), "quick"]
+    monkeypatch.setattr(trained, "pretrained", real)
+    capsys.readouterr()
+    assert cli.main(["train", "--profile", "multilayer", "--authors-optimizer"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not train with lazy AdamW" in err[0]
 
 
 def test_unknown_checkpoint_path(tmp_path):

@@ -35,6 +35,13 @@
   tables get column widths that fit (LATEX_PREAMBLE, _latex_transforms); the proof index names
   its entries ("Theorem 3.1 (title)").
 * **Weight**: the theme's JavaScript source maps (``*.map``) are not shipped.
+* **Explorer** (``book/explore.md``, compact versions in chapters): a page whose HTML holds an
+  explorer (``<div class="attnxai-explorer">``) gets its script and styles
+  (``book/static/explorer``), and once the site is built the tables it computes from are exported
+  from the cached model of the book's profile into ``_static/explorer`` (``attnxai.explorer.export``;
+  no page with an explorer, as in the student edition: nothing exported). The substitution
+  ``{{ explorer_site }}`` says where the explorer is, for the pages that leave it out (the PDF,
+  the student edition).
 """
 
 from __future__ import annotations
@@ -136,6 +143,13 @@ def _repository_options(config) -> None:
     subs.setdefault("clone_capital", subs["clone"][0].upper() + subs["clone"][1:])
     subs.setdefault("cite_repository", f"the repository's URL ({url})" if url
                     else "where you found the book")
+    sys.path.insert(0, str(ROOT / "src"))
+    from attnxai.store.repository import pages_url
+
+    site = pages_url(url) if url else None
+    subs.setdefault("explorer_site", f"<{site}book/explore.html>" if site else
+                    "the *Explore* page of the book's site (`book/explore.html`, which `make book` "
+                    "builds)")
     subs.setdefault("launch_note", "" if url else (
         "*This build of the book names no repository (`repository.url` in `_config.yml` is empty), "
         "so its pages have no launch buttons and its launch cells install nothing: install "
@@ -239,6 +253,31 @@ def _page_context(app, pagename, templatename, context, doctree):
     _mathjax_only_with_maths(app, pagename, context)
 
 
+EXPLORER = re.compile(r'<div class="attnxai-explorer"')
+
+
+def _explorer_assets(app, pagename, templatename, context, doctree) -> None:
+    """The explorer's script and styles, on the pages that hold one (and only there)."""
+    if app.builder.format == "html" and EXPLORER.search(context.get("body") or ""):
+        app.add_js_file("explorer/ui.js", type="module")
+        app.add_css_file("explorer/explorer.css")
+
+
+def _export_explorer(outdir: Path) -> None:
+    """The explorer's tables from the cached model of the book's profile (the model the chapters
+    ran), when a page of the site holds an explorer."""
+    if not any(EXPLORER.search(p.read_text(encoding="utf-8", errors="replace"))
+               for p in outdir.rglob("*.html") if "_static" not in p.parts):
+        return
+    sys.path.insert(0, str(ROOT / "src"))
+    from attnxai import explorer, pretrained
+    from attnxai.chapters.runconfig import profile
+
+    meta = explorer.export(pretrained(profile(), progress=False), outdir / "_static" / "explorer")
+    print(f"attnxai: the explorer's tables for {meta['model']['model']} "
+          f"({meta['binary']['bytes'] / 1e6:.2f} MB) in _static/explorer")
+
+
 def _page_buttons(app, pagename, templatename, context, doctree):
     """After the theme's buttons: launch buttons only on the chapters (Colab cannot open the
     ``.md`` of a page without an ``.ipynb``)."""
@@ -292,6 +331,7 @@ def _build_finished(app, exception):
         return
     outdir = Path(app.outdir)
     _drop_source_maps(outdir)
+    _export_explorer(outdir)
     if edition() == "student":
         _strip_student_sources(outdir)
 
@@ -821,5 +861,6 @@ def setup(app):
     app.connect("doctree-read", _mark_launch_cells)
     app.connect("html-page-context", _page_context, priority=500)
     app.connect("html-page-context", _page_buttons, priority=600)
+    app.connect("html-page-context", _explorer_assets, priority=600)
     app.connect("build-finished", _build_finished)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -11,7 +11,8 @@ exact route's regime map on real reviews. Writes, in ``book/data/``:
   beginnings`` (the first ``--tokens`` tokens of the first ``--reviews`` test reviews in the
   book's order, normalised); ``trained model, full reviews`` (the first ``--full-reviews``
   full-length test reviews, against the certified route to ``--tol``, whose own stated error
-  is in ``reference_rel_se`` and its cost in ``reference_cpu_s`` (CPU seconds, one thread) and
+  is in ``reference_rel_se`` (its ``rel_error``: the relative half-width, norm 2, of its 95 %
+  intervals; before issue 42, one standard error) and its cost in ``reference_cpu_s`` (CPU seconds, one thread) and
   ``reference_evaluations``: the exact route cannot reach them; for Shapley also the efficiency
   gap ``|sum phi - (v(all) - v(empty))| / max(1, |logit|)`` of both; and, for every value, the
   paper's agreement measure with attention (Spearman's rho of the absolute values against
@@ -105,8 +106,8 @@ def trained_rows(pre, data, n_reviews: int, n_tokens: int) -> list[dict]:
 
 def full_review_row(pre, text: str, i: int, tol: float) -> list[dict]:
     """The binomial positions on one full-length review (255 tokens), where the exact route is
-    out of reach, against the certified route (``route="sampled"`` to a relative standard error
-    ``tol``, seed ``i``; its stated error is in ``reference_rel_se``, its CPU seconds in
+    out of reach, against the certified route (``route="sampled"``, its 95 % intervals within a
+    relative ``tol``, seed ``i``; its stated error is in ``reference_rel_se``, its CPU seconds in
     ``reference_cpu_s``)."""
     import numpy as np
     from scipy.stats import spearmanr
@@ -134,6 +135,7 @@ def full_review_row(pre, text: str, i: int, tol: float) -> list[dict]:
                      "n_repeated": ref.n_repeated, "tokens": len(text.split(" ")),
                      "value": value, "approximation": "binomial positions",
                      "rel_error": _rel(a, ref.values), "reference_rel_se": ref.rel_error,
+                     "reference_rule": sampled_rule(),
                      "reference_converged": ref.converged,
                      "reference_evaluations": ref.evaluations, "reference_cpu_s": cpu_s,
                      # the paper's agreement measure with attention, on either values
@@ -158,7 +160,9 @@ def full_review_rows(pre, data, n_reviews: int, tol: float, jobs: int = 1,
     processes (:func:`attnxai.experiment.runner.open_workers`, as the studies; each row's numbers
     do not depend on which process made it: one thread, seed ``i``). Rows are appended to
     ``part`` (JSON lines) as reviews finish, and a rerun with the same ``part`` skips the reviews
-    already there."""
+    already there for the same model, tolerance and rule of the certified route
+    (:func:`sampled_rule`: rows made by another model, or before the route's 95 % intervals, are
+    recomputed)."""
     import json
 
     from tqdm.auto import tqdm
@@ -169,10 +173,11 @@ def full_review_rows(pre, data, n_reviews: int, tol: float, jobs: int = 1,
 
     texts = full_length_reviews(data, n_reviews, pre.model.max_len)
     done: dict[int, list[dict]] = {}
+    key = {"tol": tol, "model": pre.path.name, "rule": sampled_rule()}
     if part is not None and part.exists():
         for line in part.read_text().splitlines():
             rec = json.loads(line)
-            if rec["tol"] == tol:
+            if all(rec.get(k) == v for k, v in key.items()):
                 done[rec["i"]] = rec["rows"]
     todo = [(i, t, tol) for i, t in enumerate(texts) if i not in done]
 
@@ -180,7 +185,7 @@ def full_review_rows(pre, data, n_reviews: int, tol: float, jobs: int = 1,
         done[i] = rows
         if part is not None:
             with open(part, "a") as fh:
-                fh.write(json.dumps({"i": i, "tol": tol, "rows": rows}) + "\n")
+                fh.write(json.dumps({"i": i, **key, "rows": rows}) + "\n")
 
     bar = tqdm(total=len(texts), initial=len(texts) - len(todo), desc="full reviews",
                file=sys.stderr)
@@ -193,6 +198,13 @@ def full_review_rows(pre, data, n_reviews: int, tol: float, jobs: int = 1,
             bar.update()
     bar.close()
     return [row for i in sorted(done) for row in done[i]]
+
+
+def sampled_rule() -> str:
+    """The certified route's stopping rule and interval, as the part file records them."""
+    from attnxai.theory import deletion_sampled as ds
+
+    return f"Stein, {ds.MIN_BATCHES} first batches of {ds.BATCH}, level {ds.LEVEL}"
 
 
 def open_words(tokens: list[str]) -> int:

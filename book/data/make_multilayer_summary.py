@@ -182,7 +182,7 @@ def training_runs(results: Path, out: Path, prefix: str, file: str) -> None:
     from attnxai.experiment import load_results, runs_header
 
     header, frames = [], []
-    for folder in sorted(results.glob(f"{prefix}*")):
+    for folder in sorted(p for p in results.glob(f"{prefix}*") if p.is_dir()):   # not locks
         if not (folder / "_meta.json").is_file() or not list(folder.glob("part-*.parquet")):
             header.append(f"# results: {folder.name}: no finished run")
             continue
@@ -234,15 +234,23 @@ def main() -> None:
     ap.add_argument("--profile", default="multilayer", help="the multi-layer model's profile")
     ap.add_argument("--note", action="append", default=[],
                     help="a line added to every header (e.g. about the code of a run)")
+    ap.add_argument("--only", choices=("training", "lime", "skip", "screens", "log"),
+                    action="append",
+                    help="write only these summaries (e.g. --only skip after a rerun of the skip "
+                         "ablation alone); default: all")
     args = ap.parse_args()
     NOTES.extend(args.note)
     results, out = Path(args.results), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    training(results, out, args.profile)
-    lime(results, out)
-    training_runs(results, out, "skip", "skip_ablation.csv")
-    training_runs(results, out, "ml_screens", "multilayer_screens.csv")
-    study_log(results, out)
+    writers = {"training": lambda: training(results, out, args.profile),
+               "lime": lambda: lime(results, out),
+               "skip": lambda: training_runs(results, out, "skip", "skip_ablation.csv"),
+               "screens": lambda: training_runs(results, out, "ml_screens",
+                                                "multilayer_screens.csv"),
+               "log": lambda: study_log(results, out)}
+    for name, write in writers.items():
+        if args.only is None or name in args.only:
+            write()
 
 
 if __name__ == "__main__":

@@ -220,6 +220,14 @@
     return document.fonts && document.fonts.ready ? document.fonts.ready : Promise.resolve();
   }
 
+  // What other scripts of the page must finish before it is measured (window.attnxaiPending: the
+  // explorer's first result, book/static/explorer/ui.js); a failure there is theirs to report.
+  function othersDone() {
+    return Promise.all((window.attnxaiPending || []).map(function (p) {
+      return Promise.resolve(p).catch(function () {});
+    }));
+  }
+
   var generation = 0, observed = null;
 
   function settle() {
@@ -227,7 +235,7 @@
     if (!art) return Promise.resolve();
     var mine = ++generation;
     document.documentElement.removeAttribute("data-attnxai-settled");
-    return fontsDone().then(mathDone).then(fontsDone).then(function () { return stable(art); })
+    return fontsDone().then(othersDone).then(mathDone).then(fontsDone).then(function () { return stable(art); })
       .then(function () {
         // a pass can move what follows (a hint, a wrapper): repeat until one changes nothing
         for (var pass = 0; pass < 10 && fix(art) > 0; pass++) { /* again */ }

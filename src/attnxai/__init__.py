@@ -14,6 +14,8 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
         cluster | workers | transport | store
                                  a Dask cluster | this process, local processes | the model
                                  shipped to workers | results folders
+    explorer                     (beside experiment) the book's explorer page: the tables it
+                                 computes from, the model they hold, what the export changes
     explanation                  one text explained by any methods: explain(), Explanation
     registry                     the methods explain() can run, their settings, the document
     theory/ | perturbation       closed forms (theory/__init__ lists its modules) | perturbation
@@ -30,8 +32,9 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  the model in SymPy | its float64 projections
         single_layer | multilayer
                                  the Section 2 classifier | the 6 x 6 reconstruction
-        interface | devices      the model interface (ClassifierBase), ids, positions, predict |
-                                 the one device parser
+        interface | devices | optim
+                                 the model interface (ClassifierBase), ids, positions, predict |
+                                 the one device parser | lazy AdamW (the training's optimiser)
     words | data | text | limit_settings
                                  token <-> word scores | IMDb | tokenizer, vocabulary |
                                  the settings of LIME's limit (theory and registry share them)

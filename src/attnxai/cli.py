@@ -76,13 +76,27 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-download", action="store_true",
                    help="train here even when the book's published model of the same cache key "
                         "could be downloaded")
+    _authors_flag(p)
     _progress_flag(p)
+
+
+def _authors_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--authors-optimizer", action="store_true",
+                   help="the profile trained the authors' way, with dense AdamW instead of lazy "
+                        "AdamW (paper, quick, paper-skip; another cache key)")
+
+
+def _profile_config(args: argparse.Namespace):
+    """The profile name, or its configuration with the authors' optimiser."""
+    from .model.profiles import authors_recipe
+
+    return authors_recipe(args.profile) if args.authors_optimizer else args.profile
 
 
 def _train_run(args: argparse.Namespace) -> int:
     from .model.trained import pretrained
 
-    pre = pretrained(args.profile, archive=args.archive, device=args.device,
+    pre = pretrained(_profile_config(args), archive=args.archive, device=args.device,
                      download=not args.no_download, progress=not args.no_progress)
     m = pre.metrics
     ref = paper.reported("multilayer_accuracy" if pre.model.n_layers > 1 else
@@ -105,38 +119,22 @@ def _info_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--published", action="store_true",
                    help="also compare it, file by file (sha256), with the model the book "
                         "publishes under the same key (reads the published index)")
+    _authors_flag(p)
 
 
 def _info_run(args: argparse.Namespace) -> int:
     """Offline: finds the cached model (or loads --path), verifies it, prints its key, the
     sha256 of its files, where it came from and its metrics; ``--published`` compares it with the
     book's published model (online)."""
-    from .model.checkpoint import MANIFEST, load, origin
+    from .model.checkpoint import describe, load
     from .model.trained import pretrained
 
     if args.path is not None:
         pre = load(args.path)
     else:
-        pre = pretrained(args.profile, archive=args.archive, train_if_missing=False,
+        pre = pretrained(_profile_config(args), archive=args.archive, train_if_missing=False,
                          download=False, progress=False)
-    from .store.files import loads_json, read_small_file, sha256
-
-    raw = read_small_file(pre.path / MANIFEST)              # load() verified the files against it
-    record = loads_json(raw, str(pre.path / MANIFEST))
-    files = record["files"]
-    verified = "files match their sha256 manifest"
-    if record.get("adopted"):
-        verified += (" (a manifest written by `attnxai adopt`: the files were trusted as found "
-                     "then, and are verified against that record since)")
-    came = origin(pre.path)
-    out = {"path": str(pre.path), "model": pre.path.name, "key": pre.path.name.rsplit("-", 1)[-1],
-           "verified": verified,
-           "sha256": {name: rec["sha256"] for name, rec in sorted(files.items())},
-           "manifest_sha256": sha256(raw),
-           "origin": came or "trained on this machine (no origin.json)",
-           "data_sha256": pre.config.get("data_sha256"),
-           **{k: v for k, v in pre.metrics.items() if k not in ("history", "fingerprint")},
-           "fingerprint": _fingerprint(pre)}
+    out = describe(pre)
     same = True
     if args.published:
         from .model.hub import compare_published
@@ -144,25 +142,6 @@ def _info_run(args: argparse.Namespace) -> int:
         same, out["published"] = compare_published(pre.path)
     print(json.dumps(out, indent=2))
     return 0 if same else 1
-
-
-def _fingerprint(pre) -> dict:
-    """The training machine's fingerprint from the metrics (None fields for a model trained
-    before it was recorded), and the digest of the weights as saved (the one rule,
-    :func:`attnxai.model.checkpoint.weights_sha256`, whatever dtype loaded them): two machines compare
-    ``weights_sha256`` to know whether they trained the same weights."""
-    from .model.checkpoint import weights_sha256
-
-    recorded = pre.metrics.get("fingerprint") or {}
-    now = weights_sha256(pre.path)
-    out = {"weights_sha256": now,
-           **{k: recorded.get(k) for k in ("torch", "torch_cpu_capability", "cpu", "threads")}}
-    if not recorded:
-        out["note"] = "trained before fingerprints were recorded: only the weights' sha256 is known"
-    elif recorded.get("weights_sha256") != now:
-        out["note"] = (f"the weights differ from those trained ({recorded.get('weights_sha256')}): "
-                       "the model was changed after training")
-    return out
 
 
 def _publish_args(p: argparse.ArgumentParser) -> None:

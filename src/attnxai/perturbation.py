@@ -16,8 +16,10 @@ ferret's own evaluators (g8a9/ferret at 22935f8, run on the same float64 model:
 ``tests/test_faithfulness_ferret.py``) to rounding (1e-12; float32 models only to float32 rounding)
 when the scores have **no ties**, for deletion (ferret's default ``remove_tokens=True``) and for
 replacement with ferret's ``[MASK]`` read as UNK (``remove_tokens=False``), under the positive
-rule (ferret's default) and the signed rule; tau-LOO with deletion only (ferret always deletes).
-With **ties** see "Tie orders" below: no fixed rule reproduces ferret on every tied vector.
+rule (ferret's default) and the signed rule; tau-LOO with deletion only (ferret always deletes),
+and where no two leave-one-out drops are within ``LOO_TIE`` of each other ("tau-LOO and ties").
+With **ties** of the scores see "Tie orders" below: no fixed rule reproduces ferret on every
+tied vector.
 ferret's signed rule itself raises ``ValueError`` on numpy >= 1.25 (it compares an array with
 ``[]``). The curves and their areas are **not ferret's**: ferret has no curves.
 
@@ -61,7 +63,8 @@ positive ones)::
 
     AOPC comprehensiveness = mean_q [ p(x) - p(x without r_q) ]    higher is better
     AOPC sufficiency       = mean_q [ p(x) - p(r_q only) ]         lower is better
-    tau-LOO                = Kendall tau-b(scores, p(x) - p(x without t), over positions t)
+    tau-LOO                = Kendall tau-b(scores, p(x) - p(x without t), over positions t),
+                             with the ties of "tau-LOO and ties" below
     deletion curve         D(f) = p(x without r_f),  f = 0, 0.05, ..., 1   (area: lower is better)
     insertion curve        I(f) = p(r_f only)                              (area: higher is better)
 
@@ -73,13 +76,55 @@ sufficiency 1 (ferret's values). ``n_rationales`` reports how many ``q`` entered
 computes tau-LOO with deletion only; we compute it with both perturbations. The curves use
 ``k_f = floor(f n)`` and their areas the trapezoidal rule on ``[0, 1]``.
 
+**tau-LOO and ties** (:func:`kendall_tau_loo`, :data:`LOO_TIE`). Kendall's tau-b sums, over
+the pairs of positions ``s < t``, ``sign(w_s - w_t) * sign(l_s - l_t)`` (``w`` the scores, ``l``
+the leave-one-out drops) and divides by the square root of the product of the numbers of pairs
+untied in ``w`` and untied in ``l``; NaN when either number is 0 (one word, constant scores, or
+every drop within ``LOO_TIE`` of every other). Two **scores** tie when they are equal (they are the
+explanation as given: LIME's word scores tie exactly at a repeated word). Two **drops** tie when
+they differ by at most ``LOO_TIE = 2**-36`` (about 1.5e-11), pair by pair (no chaining: drops 0.6
+``LOO_TIE`` either side of a third tie with it, not with each other).
+
+Why a tolerance, and an absolute one. The drops are differences of probabilities, whose float64
+rounding is absolute where it matters (doubles just below 1 are 2^-53 apart), and the two backends
+compute each probability in another order: on random float64 models with init_range up to 3,
+saturated attention included, their drops differ by at most 1.3e-14 (500 models,
+``tests/test_faithfulness_ties.py``). With exact ties each backend had ties, and orders, of its
+own on different pairs, and tau-LOO depended on the backend on 11 of those 500 models (by up to
+0.21, in sign too, or NaN for one backend only). ``LOO_TIE`` is 2^17 units of 2^-53, over 1,000
+times the largest difference measured between the backends, and far below any difference of two
+words' effects a reader would call real. The backends then give one tau-LOO except where a pair
+of drops differs by within twice their difference of ``LOO_TIE`` itself: a threshold on a rounded
+number cannot be exact there (chapter 7, ``prop-faith-tau-ties``).
+
+**The drops of a two-class model** are computed from the logit margins ``z = f_c - f_other`` of
+the document and ``z'`` of the document without the word, as ``sigmoid(z) - sigmoid(z')``
+evaluated on the side of the smaller probabilities (``sigmoid(-z') - sigmoid(-z)`` when
+``z + z' > 0``): no two numbers near 1 are subtracted, and the other class's drops are exactly
+these negated (the same sigmoids, swapped), so tau-LOO of class 0 is minus that of class 1 bit for
+bit, ties and saturated probabilities included, and so is the flipped model's (chapter 7). They
+equal ``p(x) - p(x without t)`` computed from the softmaxes to rounding (2.8e-16 at most on the
+500 models of ``tests/test_faithfulness_ties.py``, where 1e-14 is asserted); with
+the softmax differences instead, a class whose probabilities are near 1 gets drops rounded to
+multiples of 2^-53, two of them equal where the other class's differ, and tau_0 != -tau_1
+(``tests/test_results_faithfulness.py`` shows one). Other numbers of classes: the softmax
+differences.
+
+**Where this departs from ferret**: ferret's tau is ``scipy.stats.kendalltau`` of its drops as
+its forward pass rounds them (exact ties only); the two are equal whenever no two distinct drops
+lie within ``LOO_TIE`` of each other (``tests/test_faithfulness_ferret.py`` tests it on every
+example and counts those where they do).
+
 **Batched.** For one review and one perturbation every perturbed document any metric needs (all
 explainers, rules, sizes, the leave-one-out documents) is collected, equal documents are kept
 once, and the model is evaluated once (:class:`Perturber`): on the float64 projections of the single-layer
 model (``backend="fast"``, :mod:`attnxai.fastlime.evaluate`, the evaluators the fast LIME uses), or
 by the model's own ``forward`` on the collated batch, in chunks (``backend="model"``, any
 :class:`~attnxai.model.interface.ClassifierBase`). ``"auto"`` takes the first when it can. Both agree to
-rounding (tested).
+rounding on float64 models (their drops to about 1e-14, tau-LOO exactly except at the
+threshold: "tau-LOO and ties"; tested); on a float32 model ``"model"`` runs the model's own
+float32 forward pass, so it agrees with ``"fast"`` (float64 projections of the same weights) only
+to float32 rounding, tau-LOO included.
 
 **In SymPy.** :func:`symbolic_measures` writes every measure of one explanation as an expression
 in the probabilities of the perturbed documents (one symbol per kept set), through the same
@@ -105,11 +150,11 @@ from .model.interface import ClassifierBase
 from .model.single_layer import AttentionClassifier
 from .model.textmodel import Pretrained
 
-__all__ = ["BACKENDS", "CURVE_FRACTIONS", "DEFAULT_SELECTIONS", "Faithfulness", "METRICS",
-           "PERTURBATIONS", "Perturber", "QUANTILES", "SELECTIONS", "TIES", "agreement",
+__all__ = ["BACKENDS", "CURVE_FRACTIONS", "DEFAULT_SELECTIONS", "Faithfulness", "LOO_TIE",
+           "METRICS", "PERTURBATIONS", "Perturber", "QUANTILES", "SELECTIONS", "TIES", "agreement",
            "comprehensiveness", "curve_sizes", "deletion_curve", "evaluate", "insertion_curve",
-           "probability", "ranking", "rationale_sizes", "sufficiency", "symbolic_measures",
-           "tau_loo"]
+           "kendall_tau_loo", "loo_pair_signs", "loo_tie_sign", "probability", "ranking",
+           "rationale_sizes", "sufficiency", "symbolic_measures", "tau_loo"]
 
 PERTURBATIONS = ("replace", "delete")
 SELECTIONS = ("abs", "positive", "signed")
@@ -124,6 +169,9 @@ CURVE_FRACTIONS = np.arange(21) / 20
 BACKENDS = ("auto", "fast", "model")
 #: The per-(explainer, perturbation, selection) numbers of :class:`Faithfulness`.
 METRICS = ("comprehensiveness", "sufficiency", "tau_loo", "deletion_auc", "insertion_auc")
+#: Two leave-one-out drops this close (absolute: they are differences of probabilities) tie in
+#: tau-LOO: 2^17 units of 2^-53 (module docstring, "tau-LOO and ties").
+LOO_TIE = 2.0 ** -36
 
 
 # ====================================================================== inputs
@@ -243,6 +291,30 @@ def _softmax(logits: np.ndarray, target: int) -> np.ndarray:
     return e[:, target] / e.sum(axis=1)
 
 
+def _sigmoid(a: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-a))`` in float64, without overflow; the same bits for the same ``a``."""
+    out = np.empty_like(a)
+    pos = a >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-a[pos]))
+    e = np.exp(a[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+def _drops(full: np.ndarray, others: np.ndarray, target: int) -> np.ndarray:
+    """``p(x) - p(x')`` for the logits ``full`` (C,) of x and ``others`` (m, C) of the documents
+    x'. Two classes: from the margins ``z = f_c - f_other`` as ``sigmoid(z) - sigmoid(z')``, taken
+    on the side of the smaller probabilities (``sigmoid(-z') - sigmoid(-z)`` when ``z + z' > 0``):
+    accurate where the probabilities are close to 1 (no cancellation of two numbers near 1), and
+    odd in the margins bit for bit (the other class's drops are exactly these negated: the same
+    four arrays of sigmoids, swapped). Other numbers of classes: the difference of the softmaxes."""
+    if others.shape[1] != 2:
+        return _softmax(full[None], target)[0] - _softmax(others, target)
+    z = np.full(len(others), full[target] - full[1 - target])
+    zs = others[:, target] - others[:, 1 - target]
+    return np.where(z + zs > 0, _sigmoid(-zs) - _sigmoid(-z), _sigmoid(z) - _sigmoid(zs))
+
+
 class Perturber:
     """``p(target | x perturbed)`` for keep-masks over a document's word positions.
 
@@ -295,20 +367,24 @@ class Perturber:
         return ""
 
     def __call__(self, keep: np.ndarray) -> np.ndarray:
+        """``p(target | x perturbed)`` for each row of ``keep``: (m,) float64."""
+        return _softmax(self.logits(keep), self.target)
+
+    def logits(self, keep: np.ndarray) -> np.ndarray:
+        """The model's logits on each perturbed document, in float64: (m, n_classes)."""
         keep = np.asarray(keep)
         if keep.ndim != 2 or keep.shape[1] != self.n or keep.dtype != bool:
             raise ValueError(f"keep must be an (m, {self.n}) bool array, got {keep.dtype} "
                              f"{keep.shape}")
         self.calls += 1
         if self._evaluators is not None:
-            logits = np.stack([ev(keep) for ev in self._evaluators], axis=1)
-            return _softmax(logits, self.target)
-        return self._model_probabilities(keep)
+            return np.stack([ev(keep) for ev in self._evaluators], axis=1)
+        return self._model_logits(keep)
 
-    def _model_probabilities(self, keep: np.ndarray) -> np.ndarray:
+    def _model_logits(self, keep: np.ndarray) -> np.ndarray:
         m = self.model
         words = self.ids[1:]
-        out = np.empty(len(keep))
+        out = np.empty((len(keep), m.n_classes))
         with torch.no_grad():
             for s in range(0, len(keep), self.batch_size):
                 block = keep[s:s + self.batch_size]
@@ -318,8 +394,7 @@ class Perturber:
                         [np.full((len(block), 1), self.ids[0]), body], axis=1))
                 else:
                     ids = m.collate([[int(self.ids[0])] + words[row].tolist() for row in block])
-                logits = m(ids).double().numpy()
-                out[s:s + len(block)] = _softmax(logits, self.target)
+                out[s:s + len(block)] = m(ids).double().numpy()
         return out
 
 
@@ -399,7 +474,6 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
     docstring). Raises ValueError for scores of the wrong length or with NaN.
     """
     import pandas as pd
-    from scipy.stats import kendalltau
 
     model = _model_of(model)
     arr = _document(model, ids)
@@ -438,18 +512,14 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
         P = Perturber(model, arr, perturbation=pert, target=target, backend=backend,
                       batch_size=batch_size)
         first, inverse = _distinct_documents(masks, arr, pert, model.unk_id)
-        probs = P(masks[first])[inverse]
+        logits = P.logits(masks[first])[inverse]
+        probs = _softmax(logits, target)
         used[pert], calls[pert], docs[pert] = P.backend_used, P.calls, len(first)
         px, pe = float(probs[0]), float(probs[1])
         p_full[pert], p_empty[pert] = px, pe
-        loo = px - probs[2:2 + n]
+        loo = _drops(logits[0], logits[2:2 + n], target)
         loos[pert] = loo
-        taus = {}
-        for name, s in S.items():
-            if n < 2 or np.ptp(s) == 0 or np.ptp(loo) == 0:
-                taus[name] = float("nan")
-            else:
-                taus[name] = float(kendalltau(loo, s).statistic)
+        taus = {name: kendall_tau_loo(s, loo) for name, s in S.items()}
         for (name, sel), order in orders.items():
             sizes, start = where[(name, sel)]
             m = len(sizes)
@@ -468,6 +538,40 @@ def evaluate(model: Any, ids: Any, scores: Mapping[str, Any], *, target: int = 1
     return Faithfulness(n=n, target=target, table=table, curves=curves, fractions=fr, p=p_full,
                         p_empty=p_empty, loo=loos, backend=used, calls=calls, documents=docs,
                         ties=ties)
+
+
+# ====================================================================== tau-LOO
+def loo_pair_signs(drops: Any, tie: float = LOO_TIE) -> np.ndarray:
+    """``sign(l_s - l_t)`` for every pair ``s < t`` of leave-one-out drops (in the order of
+    ``np.triu_indices(n, 1)``), 0 where ``|l_s - l_t| <= tie``: (n (n - 1) / 2,) int8."""
+    d = np.asarray(drops, dtype=np.float64)
+    if d.ndim != 1:
+        raise ValueError(f"drops must be 1-D, got shape {d.shape}")
+    i, j = np.triu_indices(d.size, 1)
+    diff = d[i] - d[j]
+    return np.where(np.abs(diff) <= tie, 0, np.sign(diff)).astype(np.int8)
+
+
+def kendall_tau_loo(scores: Any, drops: Any, *, tie: float = LOO_TIE) -> float:
+    """tau-LOO of one explanation: Kendall's tau-b of ``scores`` (n,) and the leave-one-out
+    ``drops`` (n,), scores tied when equal, drops when within ``tie`` of each other (module
+    docstring, "tau-LOO and ties"). NaN when every pair ties in either (one word included).
+
+    Counted in integers, so it is odd in each argument: negating the scores or the drops negates
+    it bit for bit. Without near-ties (no two distinct drops within ``tie``) it is
+    ``scipy.stats.kendalltau`` (ferret's tau-LOO) to rounding.
+    """
+    w = np.asarray(scores, dtype=np.float64)
+    if w.ndim != 1 or w.shape != np.shape(drops):
+        raise ValueError(f"scores and drops must be 1-D of one length, got {w.shape} and "
+                         f"{np.shape(drops)}")
+    i, j = np.triu_indices(w.size, 1)
+    sw = np.sign(w[i] - w[j]).astype(np.int64)
+    sl = loo_pair_signs(drops, tie).astype(np.int64)
+    untied_w, untied_l = int(np.count_nonzero(sw)), int(np.count_nonzero(sl))
+    if untied_w == 0 or untied_l == 0:
+        return float("nan")
+    return float(int(sw @ sl) / np.sqrt(float(untied_w) * float(untied_l)))
 
 
 def _rationale_measures(px: Any, p_without: Mapping[int, Any], p_only: Mapping[int, Any],
@@ -502,9 +606,12 @@ def symbolic_measures(scores: Any, *, selection: str = "positive", ties: str = "
     explained class on that document, by default the symbol ``p_{...}`` of the set. The result
     has ``comprehensiveness``, ``sufficiency``, ``deletion_curve``, ``insertion_curve`` (object
     arrays), ``deletion_auc``, ``insertion_auc`` (trapezoidal rule at exact rational fractions),
-    ``n_rationales``, ``tau_loo`` (Kendall's tau-b of the scores and the leave-one-out drops,
-    written with ``sign``: ``sum_{i<j} sign(w_i - w_j) sign(l_i - l_j)`` over the square root of
-    the product of the numbers of untied pairs) and ``symbols`` (kept set -> its expression).
+    ``n_rationales``, ``tau_loo`` (Kendall's tau-b of the scores and the leave-one-out drops:
+    ``sum_{i<j} sign(w_i - w_j) S(l_i - l_j)`` over the square root of the product of the numbers
+    of untied pairs, ``S`` the sign with :data:`LOO_TIE`'s ties, :func:`loo_tie_sign`; NaN when
+    every pair of scores ties, or, for numbers, every pair of drops) and ``symbols`` (kept set ->
+    its expression). Its drops are differences of ``p``; :func:`evaluate` computes a two-class
+    model's from the logit margins, equal to rounding (module docstring).
     """
     import sympy as sp
 
@@ -534,12 +641,44 @@ def symbolic_measures(scores: Any, *, selection: str = "positive", ties: str = "
     loo = [prob(full) - prob(full - {t}) for t in range(n)]
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     sw = [int(np.sign(s[i] - s[j])) for i, j in pairs]
-    sl = [sp.sign(loo[i] - loo[j]) for i, j in pairs]
-    untied_w = sum(v * v for v in sw)
-    out["tau_loo"] = (sp.nan if untied_w == 0 else
-                      sum(a * b for a, b in zip(sw, sl)) / sp.sqrt(untied_w * sum(b ** 2 for b in sl)))
+    S = loo_tie_sign()
+    sl = [S(loo[i] - loo[j]) for i, j in pairs]
+    untied_w, untied_l = sum(v * v for v in sw), sum(b ** 2 for b in sl)
+    out["tau_loo"] = (sp.nan if untied_w == 0 or untied_l == 0 else    # (0: numbers, all tied)
+                      sum(a * b for a, b in zip(sw, sl)) / sp.sqrt(untied_w * untied_l))
     out["symbols"] = dict(names)
     return out
+
+
+_TIE_SIGN: Any = None
+
+
+def loo_tie_sign() -> Any:
+    """The SymPy function ``S(x)``: ``sign(x)``, and 0 where ``|x| <=`` :data:`LOO_TIE` (the ties
+    of tau-LOO's drops). It evaluates on numbers, stays symbolic otherwise, and is odd
+    (``S(-x) = -S(x)``), which is all the propositions of chapter 7 use."""
+    global _TIE_SIGN
+    if _TIE_SIGN is None:
+        import sympy as sp
+
+        class tie_sign(sp.Function):
+            """sign with the ties of tau-LOO's drops (|x| <= LOO_TIE: 0)"""
+
+            @classmethod
+            def eval(cls, x):
+                if x.is_number and x.is_real:
+                    return sp.Integer(0) if abs(float(x)) <= LOO_TIE else sp.sign(x)
+                if x.could_extract_minus_sign():
+                    return -cls(-x)
+                return None
+
+            def _latex(self, printer, exp=None):
+                arg = printer._print(self.args[0])
+                base = r"\operatorname{sign}_{\delta}\left(%s\right)" % arg
+                return base if exp is None else f"{base}^{{{exp}}}"
+
+        _TIE_SIGN = tie_sign
+    return _TIE_SIGN
 
 
 def _one(model, ids, scores, perturbation, selection, target, backend, ties="position"

@@ -173,7 +173,7 @@ def _optional_positive(value, name):
 
 
 #: The deletion games' ``positions`` a method's settings may ask for: the exact route, its certified
-#: estimate (``"sampled"``, to a relative standard error of 1e-2,
+#: estimate (``"sampled"``, its 95 % intervals within a relative 1e-2,
 #: :mod:`attnxai.theory.deletion_routes`) or the binomial approximation.
 DELETION_POSITIONS = ("exact", "sampled", "binomial")
 

@@ -75,8 +75,8 @@ from ..text import Vocab
 from .textmodel import Pretrained
 
 __all__ = ["CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
-           "adopt", "check_replaceable", "checkpoint_files", "config_sha256", "from_files", "load",
-           "origin", "save", "weights_sha256",
+           "adopt", "check_replaceable", "checkpoint_files", "config_sha256", "describe",
+           "from_files", "load", "origin", "save", "weights_sha256",
            "save_files"]
 
 #: The model classes a checkpoint can hold, by the name its config.json records (``arch``).
@@ -593,6 +593,48 @@ def origin(path: str | os.PathLike) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
+
+
+def describe(pre: Pretrained) -> dict[str, Any]:
+    """What ``python -m attnxai info`` prints about a loaded checkpoint (``pre.path``, verified
+    at load): its folder and name, the sha256 of every file and of the manifest, where it came
+    from, its data's sha256, its metrics and the fingerprint of the training machine with the
+    weights' digest (:func:`weights_sha256`): so that a reader can tell which model answered
+    (the command line, the book's explorer page)."""
+    if pre.path is None:
+        raise ValueError("the model was not loaded from a checkpoint folder (path is None): "
+                         "nothing to describe")
+    raw = _files.read_small_file(pre.path / MANIFEST)        # load() verified the files against it
+    record = _files.loads_json(raw, str(pre.path / MANIFEST))
+    verified = "files match their sha256 manifest"
+    if record.get("adopted"):
+        verified += (" (a manifest written by `attnxai adopt`: the files were trusted as found "
+                     "then, and are verified against that record since)")
+    return {"path": str(pre.path), "model": pre.path.name,
+            "key": pre.path.name.rsplit("-", 1)[-1], "verified": verified,
+            "sha256": {name: rec["sha256"] for name, rec in sorted(record["files"].items())},
+            "manifest_sha256": _sha256(raw),
+            "origin": origin(pre.path) or "trained on this machine (no origin.json)",
+            "data_sha256": pre.config.get("data_sha256"),
+            **{k: v for k, v in pre.metrics.items() if k not in ("history", "fingerprint")},
+            "fingerprint": _fingerprint(pre)}
+
+
+def _fingerprint(pre: Pretrained) -> dict[str, Any]:
+    """The training machine's fingerprint from the metrics (None fields for a model trained
+    before it was recorded), and the digest of the weights as saved (the one rule,
+    :func:`weights_sha256`, whatever dtype loaded them): two machines compare ``weights_sha256``
+    to know whether they trained the same weights."""
+    recorded = pre.metrics.get("fingerprint") or {}
+    now = weights_sha256(pre.path)
+    out = {"weights_sha256": now,
+           **{k: recorded.get(k) for k in ("torch", "torch_cpu_capability", "cpu", "threads")}}
+    if not recorded:
+        out["note"] = "trained before fingerprints were recorded: only the weights' sha256 is known"
+    elif recorded.get("weights_sha256") != now:
+        out["note"] = (f"the weights differ from those trained ({recorded.get('weights_sha256')}): "
+                       "the model was changed after training")
+    return out
 
 
 def from_files(files: dict[str, bytes], *, where: str | os.PathLike = "<checkpoint in memory>",

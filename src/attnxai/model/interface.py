@@ -198,6 +198,20 @@ class ClassifierBase(nn.Module):
         # F.embedding, not W_e[ids]: its CPU backward is deterministic (index_put is not).
         return nn.functional.embedding(ids, self.W_e) + self.positions(ids.shape[1])
 
+    def forward_rows(self, rows: Tensor, index: Tensor, mask: Tensor, *,
+                     per_head: bool = False) -> Tensor:
+        """Logits (B, n_classes) from the embedding rows a batch uses (the training path of
+        the lazy optimiser, :class:`attnxai.model.optim.LazyAdamW`): ``rows`` (U, d_embed) holds
+        ``W_e[x]`` for the U distinct ids of the batch and ``index`` (B, T) the row of each token,
+        so that ``e_t = rows[index[:, t]] + p_t``; ``mask`` (B, T) bool, True on real tokens
+        (:meth:`pad_mask` of the checked ids). The same function as
+        ``forward_embeddings(embed(ids), mask)``, differentiable with respect to ``rows``: its
+        gradient is the gradient of the U rows of ``W_e`` the batch touches, and nothing else of
+        ``W_e``. This default forms ``e``; a subclass may compute the same logits in a cheaper
+        order (:meth:`attnxai.model.single_layer.AttentionClassifier.forward_rows`)."""
+        e = nn.functional.embedding(index, rows) + self.positions(index.shape[1])
+        return self.forward_embeddings(e, mask, per_head=per_head)
+
     def forward(self, ids: Tensor, *, per_head: bool = False) -> Tensor:
         """Logits (B, n_classes) for (B, T) ids (``per_head=True``: (B, K, n_classes))."""
         ids = self.check_ids(ids)

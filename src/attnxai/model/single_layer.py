@@ -138,6 +138,41 @@ class AttentionClassifier(ClassifierBase):
             head_logits = head_logits + self.skip_term(e)[:, None, :]
         return head_logits if per_head else head_logits.mean(dim=1)
 
+    def forward_rows(self, rows: Tensor, index: Tensor, mask: Tensor, *,
+                     per_head: bool = False) -> Tensor:
+        """Logits (B, n_classes) from the embedding rows a batch uses (the training path of the
+        lazy optimiser; the contract is :meth:`ClassifierBase.forward_rows`): ``rows`` (U,
+        d_embed), ``index`` (B, T) with ``e_t = rows[index[:, t]] + p_t``, ``mask`` (B, T). The
+        same function as :meth:`forward_embeddings` (tested in float64, logits and gradients),
+        computed in another order.
+
+        Every document starts with ``[CLS]``, so ``e_1 = W_e[CLS] + p_0``, ``q_1`` and
+        ``u^(i) = W_k^(i)T q_1^(i) / sqrt(d_attn)`` are the same for the whole batch. A token's
+        score under head ``i`` is ``u^(i) . e_t`` and its contribution to the head's logits
+        ``W_l^(i) W_v^(i) e_t`` (so that ``W_l^(i) v~^(i) = sum_t alpha_t W_l^(i) W_v^(i) e_t``):
+        both are linear in ``e_t``, so they are computed once per distinct row and once per
+        position, ``(U + T) d_embed K (1 + n_classes)`` multiply-adds, and gathered per token;
+        the (B, T, d_embed) embeddings are never formed. ``index[:, 0]`` must be one row (the
+        ``[CLS]`` row; ``ValueError`` otherwise)."""
+        first = index[:, 0]
+        if bool((first != first[0]).any()):
+            raise ValueError("forward_rows needs every document to start with the same row "
+                             "([CLS]): the query is computed once for the batch")
+        B, T = index.shape
+        K, C = self.n_heads, self.n_classes
+        P = self.positions(T)
+        e1 = rows[first[0]] + P[0]                                          # (d_embed,)
+        q1 = torch.einsum("kad,d->ka", self.W_q, e1)
+        u = torch.einsum("ka,kad->kd", q1, self.W_k) / math.sqrt(self.d_attn)
+        wlv = torch.einsum("kcv,kvd->kcd", self.W_l, self.W_v).reshape(K * C, -1)
+        W = torch.cat([u, wlv]).T                                           # (d_embed, K + K C)
+        Z = nn.functional.embedding(index, rows @ W) + P @ W                # (B, T, K + K C)
+        alpha = torch.softmax(Z[..., :K].masked_fill(~mask[..., None], float("-inf")), dim=1)
+        head_logits = (alpha[..., None] * Z[..., K:].reshape(B, T, K, C)).sum(dim=1)
+        if self.skip:        # as forward_embeddings: every head carries the skip term
+            head_logits = head_logits + e1 @ self.W_s.T
+        return head_logits if per_head else head_logits.mean(dim=1)
+
     def internals(self, e: Tensor, mask: Tensor | None = None, *,
                   ids: Tensor | None = None) -> Internals:
         """Every intermediate tensor of the forward pass (the textbook order: k and v formed)."""

@@ -1,9 +1,11 @@
-"""The training loop (AdamW, best validation checkpoint, JSON metrics), resumable epoch by epoch.
+"""The training loop (AdamW or lazy AdamW, best validation checkpoint, JSON metrics), resumable
+epoch by epoch.
 
 :func:`train` runs a configuration of :mod:`attnxai.model.profiles` in steps: the data split is encoded
 (:func:`encode_split`), the model, optimiser, schedule and batch generator are made
 (:func:`start`), restored from a saved state if one matches (:func:`resume`), trained one epoch
-at a time (:func:`train_epoch`, then validation), saved after every epoch when a ``state_dir`` is
+at a time (:func:`train_epoch`: :func:`batch_loss` on each batch, backward, the optimiser's
+step; then validation), saved after every epoch when a ``state_dir`` is
 given (:func:`save_state`), and finished on the best validation weights (:func:`final_metrics`).
 ``on_epoch(epoch)`` is called after each epoch (and after its state is saved): tests interrupt a
 training there, a caller can report progress.
@@ -17,6 +19,7 @@ float rounding (not bit for bit), and :func:`train` returns the model on the CPU
 from __future__ import annotations
 
 import copy
+from contextlib import nullcontext
 import hashlib
 import json
 import time
@@ -36,12 +39,15 @@ from ..progress import bar as progress_bar
 from ..progress import write as progress_write
 from .single_layer import AttentionClassifier
 from .multilayer import MultiLayerClassifier
+from .optim import LazyAdamW
 from .profiles import TrainConfig, recipe
 from ..store.provenance import cpu, loadavg, source_state, weights_sha256
 from ..text import Vocab, tokenize
+from ..threads import single_threaded
 
-__all__ = ["EncodedSplit", "TrainState", "accuracy", "bucketed_batches", "build_model",
-           "encode_reviews", "encode_split", "final_metrics", "fingerprint", "load_state", "lr_factor", "resume",
+__all__ = ["EncodedSplit", "TrainState", "accuracy", "batch_loss", "bucketed_batches", "build_model",
+           "encode_reviews", "encode_split", "final_metrics", "fingerprint", "load_state", "lr_factor",
+           "padded_train_ids", "resume",
            "save_state", "start", "train", "train_epoch"]
 
 
@@ -146,6 +152,7 @@ class TrainState:
     best_state: dict[str, torch.Tensor] | None = None
     timing: dict[str, Any] = field(default_factory=lambda: {
         "train_seconds": 0.0, "valid_seconds": 0.0, "resumed_at": []})
+    padded: tuple[torch.Tensor, torch.Tensor] | None = None   # see padded_train_ids
 
 
 def start(config: TrainConfig, split: EncodedSplit, device: torch.device) -> TrainState:
@@ -156,8 +163,11 @@ def start(config: TrainConfig, split: EncodedSplit, device: torch.device) -> Tra
     torch.manual_seed(config.seed)
     model = build_model(config, split.vocab)
     model.to(device)                  # initialised on the CPU: the same weights on every device
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
-                            fused=True)  # fused: ~9x faster step over the 12.8M embedding weights
+    if r["optimizer"] == "lazy-adamw":
+        opt = LazyAdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=config.lr,
+                                weight_decay=config.weight_decay, fused=True)
     gen = torch.Generator().manual_seed(config.seed)
     total = -(-len(split.ids["train"]) // config.batch_size) * config.epochs
     sched = None
@@ -177,32 +187,92 @@ def epoch_batches(config: TrainConfig, lengths: list[int], gen: torch.Generator
     return [perm[s:s + config.batch_size] for s in range(0, len(perm), config.batch_size)]
 
 
+def padded_train_ids(state: TrainState, split: EncodedSplit) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every training review collated once, ``(n_train, T)`` ids checked by the model
+    (:meth:`~attnxai.model.interface.ClassifierBase.check_ids`), and their lengths ``(n_train,)``:
+    a batch is ``ids[idx, :lengths[idx].max()]``, the tensor ``collate`` would give it (kept in
+    ``state.padded``, on the model's device)."""
+    if state.padded is None:
+        model = state.model
+        device = next(model.parameters()).device
+        ids = model.check_ids(model.collate(split.ids["train"]))
+        lengths = torch.tensor([len(x) for x in split.ids["train"]])
+        if model.padding == "unk":
+            lengths = torch.full_like(lengths, ids.shape[1])
+        state.padded = (ids.to(device), lengths.to(device))
+    return state.padded
+
+
+Leaves = list[torch.Tensor]
+
+
+def batch_loss(model: ClassifierBase, ids: torch.Tensor, y: torch.Tensor, *, lazy: bool
+               ) -> tuple[torch.Tensor, torch.Tensor, Leaves, Callable[[], None] | None]:
+    """A training batch's (logits, cross-entropy, the gradient leaves a clip acts on, what to run
+    after ``backward`` or None): through ``model(ids)``, or for the lazy optimiser through
+    ``model.forward_rows`` (the function :func:`train_epoch` and ``benchmarks/bench_train.py``
+    call)."""
+    return (_loss_rows if lazy else _loss_dense)(model, ids, y)
+
+
+def _loss_dense(model: ClassifierBase, ids: torch.Tensor, y: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, Leaves, Callable[[], None] | None]:
+    """(logits, loss, the gradient leaves to clip, what to run after ``backward``: nothing) of a
+    batch through ``model(ids)``."""
+    logits = model(ids)
+    return logits, torch.nn.functional.cross_entropy(logits, y), list(model.parameters()), None
+
+
+def _loss_rows(model: ClassifierBase, ids: torch.Tensor, y: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, Leaves, Callable[[], None] | None]:
+    """The same through ``model.forward_rows`` on the embedding rows the batch uses (a leaf
+    ``rows`` (U, d_embed)); after ``backward``, the returned function makes ``W_e.grad`` a sparse
+    COO tensor of those rows (coalesced: distinct, sorted), what
+    :class:`~attnxai.model.optim.LazyAdamW` updates."""
+    uniq, index = torch.unique(ids, return_inverse=True)
+    rows = model.W_e.detach().index_select(0, uniq).requires_grad_()
+    logits = model.forward_rows(rows, index, model.pad_mask(ids))
+
+    def sparse_grad() -> None:
+        model.W_e.grad = torch.sparse_coo_tensor(uniq[None], rows.grad, model.W_e.shape,
+                                                 is_coalesced=True, check_invariants=False)
+
+    leaves = [rows] + [p for name, p in model.named_parameters() if name != "W_e"]
+    return logits, torch.nn.functional.cross_entropy(logits, y), leaves, sparse_grad
+
+
 def train_epoch(state: TrainState, config: TrainConfig, split: EncodedSplit, *,
                 progress: bool = False, desc: str = "") -> dict[str, float]:
-    """One pass over the training reviews (cross-entropy, AdamW step, the recipe's gradient clip
-    and schedule step per batch); returns the epoch's mean loss and running accuracy."""
+    """One pass over the training reviews (cross-entropy, the optimiser's step, the recipe's
+    gradient clip and schedule step per batch); returns the epoch's mean loss and running
+    accuracy. With the ``lazy-adamw`` optimizer the logits come from the model's
+    ``forward_rows`` and ``W_e`` gets a sparse gradient of the rows the batch used."""
     r = recipe(config)
     clip = None if r["clip"] is None else float(r["clip"])
+    lazy = r["optimizer"] == "lazy-adamw"
     model = state.model
     device = next(model.parameters()).device
     y_all = torch.tensor(split.labels["train"], device=device)
+    ids_all, lengths = padded_train_ids(state, split)
     batches = epoch_batches(config, [len(x) for x in split.ids["train"]], state.gen)
     model.train()
     bar = progress_bar(batches, desc=desc, disable=not progress, per_step=False, leave=False)
     total, n, correct = 0.0, 0, 0
     for idx in bar:
-        ids = model.collate([split.ids["train"][i] for i in idx]).to(device)
-        logits = model(ids)
-        loss = torch.nn.functional.cross_entropy(logits, y_all[idx])
+        rows_t = torch.tensor(idx, device=device)
+        ids = ids_all[rows_t, :int(lengths[rows_t].max())]
+        logits, loss, leaves, after = batch_loss(model, ids, y_all[rows_t], lazy=lazy)
         state.opt.zero_grad(set_to_none=True)
         loss.backward()
         if clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            torch.nn.utils.clip_grad_norm_(leaves, clip)
+        if after is not None:
+            after()
         state.opt.step()
         if state.sched is not None:
             state.sched.step()
         total, n = total + loss.item() * len(idx), n + len(idx)
-        correct += int((logits.detach().argmax(1) == y_all[idx]).sum())
+        correct += int((logits.detach().argmax(1) == y_all[rows_t]).sum())
         bar.set_postfix(loss=f"{total / n:.4f}", refresh=False)
     return {"train_loss": total / n, "train_accuracy_running": correct / n}
 
@@ -289,7 +359,22 @@ def train(config: TrainConfig, data: IMDb | None = None, *, progress: bool = Tru
     ``state_dir``: a folder where the training state is saved after every epoch; a later call
     with the same config and folder resumes after the last saved epoch and ends with the same
     weights as an uninterrupted run (on the CPU). ``on_epoch(epochs_done)`` is called after every
-    epoch, once its state is saved."""
+    epoch, once its state is saved.
+
+    The ``lazy-adamw`` recipe trains on one thread (torch's and BLAS's; restored after): its
+    steps are a few hundred small operations, which a second thread slows down
+    (``benchmarks/bench_train.py`` measures both), and the weights then do not depend on the
+    machine's core count."""
+    threads = single_threaded() if recipe(config)["optimizer"] == "lazy-adamw" else nullcontext()
+    with threads:
+        return _train(config, data, progress=progress, device=device, state_dir=state_dir,
+                      on_epoch=on_epoch)
+
+
+def _train(config: TrainConfig, data: IMDb | None, *, progress: bool,
+           device: str | torch.device, state_dir: str | Path | None,
+           on_epoch: Callable[[int], None] | None
+           ) -> tuple[ClassifierBase, Vocab, dict[str, Any]]:
     device = check_device(device)
     r = recipe(config)
     data = data or load_imdb()

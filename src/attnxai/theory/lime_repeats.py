@@ -227,7 +227,8 @@ def config_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, configs: np.
     """Each configuration's part of ``G`` (module docstring) for every head: (K, n_configs,
     d + 1), column 0 ``G_0(z)``, column ``1 + j`` ``G_j(z)`` in feature order. ``W`` (d + 1,):
     the weight of a kept set by its size; ``configs`` (n_configs, R) 0/1; ``ksub``: the lambda
-    rule's steps per octave (2: ~5e-12 relative per expectation, 1: ~1e-5). ``shift`` (K,):
+    rule's steps per octave (the values' error it leaves:
+    :data:`~attnxai.theory.deletion_routes.EXACT_ERRORS`). ``shift`` (K,):
     the sums are of ``f - shift[k]`` for head ``k`` (a constant the values do not depend on,
     which the sampled route subtracts to cut its variance)."""
     lay = repeat_layout(feats, tb.T)

@@ -43,21 +43,31 @@ of ``p`` (:func:`attnxai.theory.lime_text.beta_from_effects`; :func:`weight_func
   :mod:`~attnxai.theory.lime_binomial`: an approximation, the only route here for such
   documents, whose positions no count can follow).
 
-Both use the doubling rule in lambda (``ksub`` steps per octave: relative error ~1.1e-5 per
-expectation at 1, ~5e-12 at 2, ~1e-15 at 3; LIME's profile rule stops at ~1e-10).
+Both use the doubling rule in lambda (``ksub`` steps per octave; each expectation's relative
+error: :data:`~attnxai.theory.lime_quadrature.RULE_ERRORS`, 9.9e-6 at 1 and 9.2e-12 at 2). The
+values' error against a 40-digit reference (:data:`MEASURED_EXACTNESS`,
+``book/data/accuracy_bounds.csv``: the largest error relative to the largest value, 64 random
+models with 4 to 10 distinct words, both removals): with the defaults, median 6.1e-12, worst
+6.7e-11.
 
 **Defaults and their errors** (measured, ``benchmarks/bench_shapley.py`` and chapter 9):
 
 * replacement: ``"gauss"`` with ``min(ceil(d/2), 25)`` nodes and ``ksub=2``: exact in ``p`` up to
-  ``d = 50``; on 255-token reviews of the trained model within about 1e-10 (relative, norm 2) of
-  the chain with ``ksub=3``, at about the cost of LIME's limit;
+  ``d = 50`` (Gauss-Legendre with ``n`` nodes integrates a polynomial of degree ``2n - 1``); on
+  255-token documents beyond it, within 1.1e-10 of the largest value (median 5.6e-12) of the
+  chain with ``ksub=3``, exact in ``p`` (8 random models, ``book/data/accuracy_bounds.csv``), at
+  about the cost of LIME's limit. The 25 nodes' error depends on the weights: on trained models
+  it reached 1.8e-9 (20 reviews of 255 tokens on each of six cached models, median 7.7e-12; the
+  worst on the quick model of seed 42), so efficiency holds to that error, not to rounding.
+  ``method="chain"`` (about 4x the time at ``d = 255``) or ``n_nodes=ceil(d/2)`` is exact in
+  ``p`` on any weights;
 * deletion with distinct words: ``"chain"`` with ``ksub=2``;
 * deletion with a repeated word: the exact route (every configuration of the repeated words,
   :mod:`~attnxai.theory.deletion_routes`, ``ksub=2``) when its cost fits ``budget``; beyond it,
-  ``"gauss"`` with the binomial positions, 40 nodes and ``ksub=1`` (within a few 1e-6 of 128
-  nodes; the approximation itself is what limits it: :data:`MEASURED_ERRORS`), with a warning;
-  ``positions="sampled"``: the certified estimate to ``tol``
-  (:func:`attnxai.theory.deletion_game` reports its standard error).
+  ``"gauss"`` with the binomial positions, 40 nodes and ``ksub=1`` (the approximation itself is
+  what limits it: :data:`MEASURED_ERRORS`), with a warning;
+  ``positions="sampled"``: the certified estimate, within ``tol`` with probability 95 %
+  (:func:`attnxai.theory.deletion_game` reports its 95 % intervals).
 """
 
 from __future__ import annotations
@@ -81,8 +91,9 @@ from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums
 from .lime_quadrature import lambda_rule_doubling
 from .lime_text import DEFAULT_KERNEL_WIDTH, check_kernel_width, kernel, removal_law
 
-__all__ = ["Curves", "DEFAULT_NODES", "MEASURED_ERRORS", "SHAPLEY_METHODS", "banzhaf", "banzhaf_heads",
-           "effect_curves", "endpoint_values", "gauss_nodes", "lime_weight", "shapley",
+__all__ = ["Curves", "DEFAULT_NODES", "MEASURED_ERRORS", "MEASURED_EXACTNESS", "SHAPLEY_METHODS",
+           "banzhaf", "banzhaf_heads", "effect_curves", "endpoint_values", "gauss_nodes",
+           "lime_weight", "shapley",
            "shapley_heads", "size_weights", "weight_functions"]
 
 #: The routes of :func:`shapley` (module docstring).
@@ -91,9 +102,17 @@ SHAPLEY_METHODS = ("chain", "gauss")
 #: when ``ceil(d/2)`` is exact already).
 DEFAULT_NODES = {"replace": 25, "delete": 40}
 #: Steps per octave of the lambda rule (:func:`~attnxai.theory.lime_quadrature.
-#: lambda_rule_doubling`): 2 for the exact routes (relative error ~5e-12 per expectation), 1 for
-#: the binomial positions (an approximation whose own error is far larger than ksub=1's ~1e-5).
+#: lambda_rule_doubling`): 2 for the exact routes (the values' error: :data:`MEASURED_EXACTNESS`),
+#: 1 for the binomial positions (an approximation whose own error, :data:`MEASURED_ERRORS`, is far
+#: larger than ksub=1's).
 DEFAULT_KSUB = {"exact": 2, "binomial": 1}
+#: The Shapley values' error (distinct words under deletion, any document under replacement)
+#: against a 40-digit reference, ``max_j |error_j| / max_j |phi_j|``, on the population "random
+#: models, distinct words" of ``book/data/accuracy_bounds.csv`` (``book/data/
+#: make_accuracy_bounds.py``): ``{ksub or "default": (median, worst, cases)}``, the worst rounded
+#: up (``tests/test_quoted_bounds.py``).
+MEASURED_EXACTNESS = {"default": (6.1e-12, 6.7e-11, 64), 1: (5.3e-06, 4.0e-05, 64),
+                      2: (6.1e-12, 6.7e-11, 64), 3: (8.0e-13, 5.6e-11, 64)}
 #: The binomial positions' error (deletion with a repeated word) against the exact route, by
 #: population: :data:`attnxai.theory.deletion_routes.BINOMIAL_ERRORS` ("curves": the effects at
 #: any ``p``, whose integral, Shapley, is the measured summary).
@@ -222,8 +241,8 @@ def _warn_binomial(value: str) -> None:
         f"{value} values (every configuration of the repeated words) costs more than its budget: "
         f"the answer uses the binomial-position approximation (attnxai.theory.lime_binomial); "
         f"{binomial_error_text('Shapley' if value == 'curves' else value)}. Exact: positions='exact' (any cost); a certified "
-        f"estimate: positions='sampled' (attnxai.theory.deletion_game gives its standard "
-        f"error; {sampled_cost_text('Shapley' if value == 'curves' else value)}); passing positions='binomial' chooses the approximation without this warning",
+        f"estimate: positions='sampled' (to tol with probability 95 %: attnxai.theory."
+        f"deletion_game gives its 95 % intervals; {sampled_cost_text('Shapley' if value == 'curves' else value)}); passing positions='binomial' chooses the approximation without this warning",
         LimitApproximationWarning, stacklevel=stacklevel())
 
 
@@ -278,7 +297,7 @@ def _replace_effects(tb: Tables, feats: list, nodes: np.ndarray, ksub: int
                      ) -> tuple[np.ndarray, np.ndarray]:
     """Replacement: ``delta`` (K, n_nodes, d) and ``Phi`` (K, n_nodes) by the product over
     features (:func:`~attnxai.theory.lime_kernels.bernoulli_sums`) with the doubling rule in
-    lambda (its error ~5e-12 at ``ksub=2``; the profile rule of LIME's limit stops at ~1e-10)."""
+    lambda (:data:`~attnxai.theory.lime_quadrature.RULE_ERRORS`)."""
     K, d = tb.n_heads, len(feats)
     delta, phi = np.zeros((K, nodes.size, d)), np.zeros((K, nodes.size))
     with one_blas_thread():
@@ -323,7 +342,7 @@ def _defaults(g: _Game, method, n_nodes, ksub):
     if ksub is None:
         ksub = DEFAULT_KSUB["binomial" if g.positions == "binomial" else "exact"]
         if g.positions == "sampled":
-            ksub = 1          # the lambda rule's ~1e-5 is below any tolerance the samples reach
+            ksub = 1          # unused there: the sampled route evaluates the model itself
     return method, n_nodes, validate.positive_int(ksub, "ksub")
 
 
