@@ -129,7 +129,7 @@ def pytest_runtest_makereport(item, call):
 # ---------------------------------------------------------------- durations of the whole run
 #: Every test's duration (setup + call + teardown, seconds) of the last run, slowest first:
 #: written at the end of every run that had no test selection (`make test`); a measured copy
-#: from a fresh clone is committed as book/data/test_durations.csv (benchmarks/bench_build.py).
+#: from a fresh clone is committed as book/data/test_durations.csv (fresh_clone_timings.csv).
 DURATIONS = Path(__file__).resolve().parents[1] / "_build" / "test_durations.csv"
 _durations: dict[str, list[float]] = {}
 
