@@ -406,3 +406,24 @@ def test_the_stated_times_are_the_committed_ones():
         assert text in readme and text in launch, text
     assert f"{bench['cache_load_seconds'].median():.2f} s to load" in readme
     assert f"median of {len(bench)}" in readme
+
+
+def test_the_readme_quotes_the_fresh_clone_timings():
+    """README.md's times of its two commands on a fresh clone are book/data/fresh_clone_timings.csv's:
+    a new measurement fails here until the text follows."""
+    import pandas as pd
+
+    rows = pd.read_csv(ROOT / "book" / "data" / "fresh_clone_timings.csv", comment="#")
+
+    def clock(seconds: float) -> str:
+        minutes, rest = divmod(int(round(seconds)), 60)
+        return f"{minutes} min {rest:02d} s" if rest >= 10 else f"{minutes} min {rest} s"
+
+    book = rows[rows.command == "make book"].iloc[-1]
+    ci = rows[(rows.command == "CI=true bash .ci/run") & (rows.rc == 0)].iloc[-1]
+    train = rows[rows.command.str.startswith("python -m attnxai train")].iloc[-1]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for text in (f"took {clock(ci.wall_s)} (pytest {clock(ci.pytest_s)}",
+                 f"took {clock(book.wall_s)} (the paper's model {book.paper_model_train_s:.0f} s",
+                 f"trains in {train.paper_model_train_s:.0f} s ({clock(train.wall_s)} for the whole"):
+        assert text in readme, text
