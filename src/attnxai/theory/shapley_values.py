@@ -58,7 +58,8 @@ models with 4 to 10 distinct words, both removals): with the defaults, median 6.
   chain with ``ksub=3``, exact in ``p`` (8 random models, ``book/data/accuracy_bounds.csv``), at
   about the cost of LIME's limit. The 25 nodes' error depends on the weights: on trained models
   it reached 1.8e-9 (20 reviews of 255 tokens on each of six cached models, median 7.7e-12; the
-  worst on the quick model of seed 42), so efficiency holds to that error, not to rounding.
+  worst on the quick model of seed 42; ``benchmarks/shapley_nodes_trained.py``), so
+  efficiency holds to that error, not to rounding.
   ``method="chain"`` (about 4x the time at ``d = 255``) or ``n_nodes=ceil(d/2)`` is exact in
   ``p`` on any weights;
 * deletion with distinct words: ``"chain"`` with ``ksub=2``;
