@@ -116,3 +116,30 @@ def test_a_quoted_review_shows_its_words_not_markup():
     import html as h
     assert h.unescape(visible) == ("A *great* film 1. with $5, [a link](x) and `code` #1 -- "
                                    "<b>bold</b>_x_")
+
+
+def test_signed_numbers_and_predicted_classes():
+    assert prose.signed(0.1234, 2) == "+0.12"
+    assert prose.signed(-0.0012, 2) == "-0.0012"
+    assert prose.signed(-0.0000001, 2) == "-1.0e-07"
+    assert prose.signed(0.0, 2) == "0" and prose.signed(-0.0, 2) == "0"
+    assert prose.predicted_class(np.array([0.2, 1.5])) == "positive"
+    assert prose.predicted_class([1.5, 0.2]) == "negative"
+    assert prose.predicted_class([0.3, 0.3]) == "negative"          # a tie: argmax picks class 0
+    with pytest.raises(ValueError):
+        prose.predicted_class([1.0, 2.0, 3.0])
+
+
+def test_errors_compared_in_words():
+    assert prose.times_against(12.3, 1.0) == "12 times"
+    assert prose.times_against(1.0, 1.0) == "1 times"
+    assert prose.times_against(0.01, 0.03) == "3 times smaller than"
+    with pytest.raises(ValueError, match="two positive"):
+        prose.times_against(0.0, 1.0)
+    assert (prose.quadrature_against(3e-5, 0.012, "the chain's")
+            == "3e-05, 400 times smaller than the chain's systematic part")
+    assert (prose.quadrature_against(0.0, 0.012, "the chain's")
+            == "0 (to the last bit; the chain's systematic part: 1.2 %)")
+    assert prose.quadrature_against(0.05, 0.01, "x's") == "5e-02, 5 times x's systematic part"
+    with pytest.raises(ValueError, match="an error >= 0"):
+        prose.quadrature_against(float("nan"), 0.01, "x's")

@@ -11,7 +11,9 @@ the numbers in them come from the cells that computed them.
   change, or keep the generating cell with the tag ``remove-input``.
 * :func:`paired_shift` says what paired per-review differences show (a signed-rank test), so
   that a sentence about a direction follows the data.
-* :func:`number`, :func:`pct`, :func:`ratio` and :func:`interval` format a number for reading
+* :func:`times_against` and :func:`quadrature_against` compare two errors in words ("12 times",
+  "3 times smaller than"); :func:`interval_verdict` says where an interval lies from 0; :func:`predicted_class` names the class two logits predict.
+* :func:`number`, :func:`signed`, :func:`pct`, :func:`ratio` and :func:`interval` format a number for reading
   (significant digits, no negative zero, thousands separated, "x" for a ratio); glued strings
   use them where a format spec cannot say it.
 """
@@ -88,6 +90,19 @@ def number(x: float, digits: int = 3) -> str:
     return "0" if float(text.replace(",", "")) == 0 else text
 
 
+def signed(x: float, digits: int = 3) -> str:
+    """:func:`number` with its sign always written: ``+0.12``, ``-0.0012``, ``0`` (no ``+0``)."""
+    text = number(x, digits)
+    return text if text == "0" or text.startswith("-") else "+" + text
+
+
+def predicted_class(logits) -> str:
+    """The class two logits ``(f_0, f_1)`` predict, as a sentence says it: "positive" when
+    ``f_1 > f_0``, else "negative" (a tie predicts class 0, as ``argmax`` does)."""
+    f0, f1 = (float(v) for v in logits)
+    return "positive" if f1 > f0 else "negative"
+
+
 def pct(x: float, digits: int = 2) -> str:
     """A share (0.123) as a percentage to ``digits`` significant digits: ``12 %``, ``0.54 %``."""
     return f"{number(100 * float(x), digits)} %"
@@ -102,6 +117,37 @@ def interval(lo: float, hi: float, digits: int = 2) -> str:
     """A range: ``91 to 197``, or one number when both ends print the same."""
     a, b = number(lo, digits), number(hi, digits)
     return a if a == b else f"{a} to {b}"
+
+
+def times_against(a: float, b: float) -> str:
+    """How ``a`` compares with ``b`` (both > 0) as a sentence puts it before "b's ...": ``"12
+    times"`` when ``a >= b``, else ``"3 times smaller than"``."""
+    a, b = float(a), float(b)
+    if not (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"times_against: two positive numbers, got {a} and {b}")
+    return f"{a / b:.0f} times" if a >= b else f"{b / a:.0f} times smaller than"
+
+
+def interval_verdict(low: float, high: float) -> str:
+    """What an interval of a difference says: "higher" when it lies above 0, "lower" when below,
+    "not distinguishable" when it holds 0."""
+    low, high = float(low), float(high)
+    if not low <= high:
+        raise ValueError(f"interval_verdict: low {low} above high {high}")
+    return "higher" if low > 0 else "lower" if high < 0 else "not distinguishable"
+
+
+def quadrature_against(err: float, systematic_part: float, whose: str) -> str:
+    """A quadrature's error on one review (relative, >= 0) set against an approximation's
+    systematic error (a share of LIME's norm, > 0), ``whose`` naming the approximation ("the
+    chain's"): ``"3e-05, 400 times smaller than the chain's systematic part"``, or ``"0 (to the
+    last bit; the chain's systematic part: 1.2 %)"`` when the error is exactly 0."""
+    err = float(err)
+    if not (err >= 0 and math.isfinite(err)):
+        raise ValueError(f"quadrature_against: an error >= 0, got {err}")
+    if err == 0:
+        return f"0 (to the last bit; {whose} systematic part: {pct(systematic_part)})"
+    return f"{err:.0e}, {times_against(err, systematic_part)} {whose} systematic part"
 
 
 def rel(a, b) -> float:
