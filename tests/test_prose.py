@@ -143,3 +143,12 @@ def test_errors_compared_in_words():
     assert prose.quadrature_against(0.05, 0.01, "x's") == "5e-02, 5 times x's systematic part"
     with pytest.raises(ValueError, match="an error >= 0"):
         prose.quadrature_against(float("nan"), 0.01, "x's")
+
+
+def test_interval_verdict_says_where_zero_lies():
+    assert prose.interval_verdict(0.01, 0.2) == "higher"
+    assert prose.interval_verdict(-0.2, -0.01) == "lower"
+    assert prose.interval_verdict(-0.1, 0.1) == "not distinguishable"
+    assert prose.interval_verdict(0.0, 0.1) == "not distinguishable"       # 0 is in the interval
+    with pytest.raises(ValueError, match="above high"):
+        prose.interval_verdict(0.3, 0.1)
