@@ -138,3 +138,12 @@ def test_column_formatter_on_its_own():
     assert tables.column_formatter([1.0, 2e6])(2e6) == "2,000,000"       # whole numbers stay
     with pytest.raises(TypeError, match="DataFrame or Series"):
         table([1, 2])
+
+
+def test_a_mean_with_its_interval_as_a_cell():
+    row = {"mean": 0.1234, "ci_low": -0.0004, "ci_high": 0.2, "std": 0.05}
+    assert tables.mean_interval(row) == "0.123 [0.000, 0.200]"            # never -0.000
+    assert tables.mean_interval(row, signed=True) == "+0.123 [+0.000, +0.200]"
+    assert tables.mean_interval(row, std=True) == "0.123 ± 0.050  [0.000, 0.200]"
+    assert tables.mean_interval({"mean": -0.5, "ci_low": -0.7, "ci_high": -0.3},
+                                signed=True) == "-0.500 [-0.700, -0.300]"

@@ -40,10 +40,12 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  the settings of LIME's limit (theory and registry share them)
     validate | chapters/ | threads
                                  one validator per input | the chapters' helpers | thread limits
-        chapters/: plots | tables, printforms | paper | prose | runconfig
-                                 figures | tables for readers, print forms of outputs | the
-                                 paper's numbers | numbers for the chapters' prose | the book's
-                                 profile (ATTNXAI_PROFILE)
+        chapters/: agreement | faithfulness | limitstudy | toymodels, plots | tables,
+                   printforms | paper | prose | runconfig
+                                 the committed studies of chapters 9, 7 and 6 | chapter 5's toy
+                                 classifiers, figures | tables for readers, print forms of
+                                 outputs | the paper's numbers | numbers for the chapters' prose |
+                                 the book's profile (ATTNXAI_PROFILE)
     store/ | native | budget     what is written, downloaded, recorded | the numba decorator |
                                  memory budgets
         store/: files | download | provenance | repository
