@@ -8,7 +8,7 @@ the numbers in them come from the cells that computed them.
   the Markdown shows the roles as written.
 * :func:`glue_md` records a Markdown fragment (a list of words in code, a clause with maths):
   ``{glue:md}`name:myst```. For a sentence that must branch on the data, glue the words that
-  change, or keep the generating cell with the tag ``remove-input``.
+  change; the sentence stays in the Markdown (``tests/test_glue_keys.py``).
 * :func:`paired_shift` says what paired per-review differences show (a signed-rank test), so
   that a sentence about a direction follows the data.
 * :func:`times_against` and :func:`quadrature_against` compare two errors in words ("12 times",
@@ -170,8 +170,8 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 def quote(text: str) -> str:
     """``text`` (a review as IMDb stores it) as plain Markdown: its line breaks (``<br />``) as
-    spaces and every character Markdown or MyST would read as markup escaped, so that a
-    ``display(Markdown(...))`` shows the words, not emphasis, links, HTML or maths."""
+    spaces and every character Markdown or MyST would read as markup escaped, so that a glued
+    fragment (``glue_md``) shows the words, not emphasis, links, HTML or maths."""
     import re
 
     flat = " ".join(re.sub(r"<br\s*/?>", " ", str(text)).split())
