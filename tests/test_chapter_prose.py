@@ -89,3 +89,41 @@ def test_no_glue_inside_maths(path):
     inside = [m.group(0)[:60] for m in re.finditer(r"(?<!\$)\$(?!\$)([^$]*?)\$", text)
               if "{glue" in m.group(1)]
     assert not inside, f"{path.name}: glue roles inside maths: {inside}"
+
+
+def _undefined_names(cells) -> list[str]:
+    """Names a chapter's code reads that no cell of it defines or imports (order aside): what a
+    helper's move out of a chapter leaves behind."""
+    import builtins
+
+    defined, loads = set(dir(builtins)) | {"display", "get_ipython"}, set()
+    for c in cells:
+        if c.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(c.source)
+        except SyntaxError:                 # IPython magics
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name):
+                (defined.add(n.id) if isinstance(n.ctx, (ast.Store, ast.Del)) else loads.add(n.id))
+            elif isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+                defined.add(n.name)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                defined |= {(a.asname or a.name).split(".")[0] for a in n.names}
+            elif isinstance(n, ast.arg):
+                defined.add(n.arg)
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                defined.add(n.name)
+    return sorted(loads - defined)
+
+
+def test_the_undefined_name_check_finds_a_left_behind_helper():
+    cells = [jupytext.reads("```{code-cell} ipython3\nx = cell(1)\n```\n", "md").cells[0]]
+    assert _undefined_names(cells) == ["cell"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_name_the_code_reads_is_defined(path):
+    missing = _undefined_names(_cells(path))
+    assert not missing, f"{path.name}: names no cell defines or imports: {missing}"
