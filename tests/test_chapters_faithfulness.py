@@ -104,7 +104,8 @@ def test_the_committed_study_reads_whole():
     assert t.shape == (4, 3) and t.notna().all().all()
     A = pd.read_csv(ROOT / "book" / "data" / "faithfulness_agreement.csv", comment="#")
     A["target"] = A["target"].astype(str)
-    ag = A[(A.target == "1") & (A.group == "all") & (A.scores == "absolute")].set_index(["a", "b"])["mean"]
+    ag = A[(A.target == "1") & (A.group == "all")
+           & (A.scores == "absolute")].set_index(["a", "b"])["mean"]
     assert -1 <= FH.block_min(ag, ["alpha-avg", "GxI", "G-l2"]) <= 1
     with pytest.raises(ValueError, match="two"):
         FH.block_min(ag, ["GxI"])

@@ -1,8 +1,8 @@
-"""Every sentence of the book is Markdown a writer edits (issue 44, deliverable 4): no chapter writes
-a sentence with ``display(Markdown(...))``, every glued number has a name that says what it holds
-(``lime_vs_theory_median``, not ``b12``), unique across the book, and the ``{glue}`` roles of the
-Markdown and the ``glue(...)`` calls of the code match both ways. Static checks of the chapters'
-sources (jupytext), no execution."""
+"""Every sentence of the book is Markdown a writer edits (issue 44, deliverable 4): no chapter
+writes a sentence with ``display(Markdown(...))``, every glued number has a name that says what
+it holds (``lime_vs_theory_median``, not ``b12``), unique across the book, and the ``{glue}``
+roles of the Markdown and the ``glue(...)`` calls of the code match both ways. Static checks of
+the chapters' sources (jupytext), no execution."""
 
 import ast
 import collections

@@ -12,10 +12,11 @@ the numbers in them come from the cells that computed them.
 * :func:`paired_shift` says what paired per-review differences show (a signed-rank test), so
   that a sentence about a direction follows the data.
 * :func:`times_against` and :func:`quadrature_against` compare two errors in words ("12 times",
-  "3 times smaller than"); :func:`interval_verdict` says where an interval lies from 0; :func:`predicted_class` names the class two logits predict.
-* :func:`number`, :func:`signed`, :func:`pct`, :func:`ratio` and :func:`interval` format a number for reading
-  (significant digits, no negative zero, thousands separated, "x" for a ratio); glued strings
-  use them where a format spec cannot say it.
+  "3 times smaller than"); :func:`interval_verdict` says where an interval lies from 0;
+  :func:`predicted_class` names the class two logits predict.
+* :func:`number`, :func:`signed`, :func:`pct`, :func:`ratio` and :func:`interval` format a
+  number for reading (significant digits, no negative zero, thousands separated, "x" for a
+  ratio); glued strings use them where a format spec cannot say it.
 """
 
 from __future__ import annotations

@@ -318,17 +318,20 @@ def table(frame, *, headers: Mapping | None = None, formats: Mapping | None = No
                        caption=caption, wrap=wrap)
 
 
-__all__ = ["BOOLEANS", "HEADERS", "KINDS", "MISSING", "ReaderTable", "column_formatter",
-           "formatted", "table"]
-
-
 def mean_interval(row: Mapping, *, signed: bool = False, std: bool = False) -> str:
     """A mean with its 95 % interval as a table cell: ``0.123 [0.100, 0.150]`` (``signed``:
-    ``+0.123 [+0.100, +0.150]``; ``std``: ``0.123 ± 0.045  [0.100, 0.150]``); never ``-0.000``. ``row``: a mapping
-    (a row of a summary) with ``mean``, ``ci_low``, ``ci_high`` and, for ``std``, ``std``."""
+    ``+0.123 [+0.100, +0.150]``; ``std``: ``0.123 ± 0.045  [0.100, 0.150]``); never ``-0.000``.
+    ``row``: a mapping (a row of a summary) with ``mean``, ``ci_low``, ``ci_high`` and, for
+    ``std``, ``std``."""
+
     def f(x):                                    # never "-0.000" (nor "+-0.000")
         text = _no_negative_zero(f"{x:.3f}")
         return "+" + text if signed and not text.startswith("-") else text
 
     spread = f" ± {f(row['std']).lstrip('+')} " if std else ""
     return f"{f(row['mean'])}{spread} [{f(row['ci_low'])}, {f(row['ci_high'])}]"
+
+
+__all__ = ["BOOLEANS", "HEADERS", "KINDS", "MISSING", "ReaderTable", "column_formatter",
+           "formatted", "mean_interval", "table"]
+

@@ -8,8 +8,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 
+Classifier = Callable[[list[str]], np.ndarray]
+
+
 def presence_classifier(words: Sequence[str],
-                        score: Callable[[np.ndarray], np.ndarray]) -> Callable[[list[str]], np.ndarray]:
+                        score: Callable[[np.ndarray], np.ndarray]) -> Classifier:
     """A classifier for ``lime_text`` from a function of word presence: for each text,
     ``z[j] = 1`` when ``words[j]`` is one of its (space-separated) words, else 0, and the
     classifier returns the logits ``(-score(z), score(z))``, shape (texts, 2).
