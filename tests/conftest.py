@@ -17,7 +17,18 @@ os.environ.setdefault("ATTNXAI_CACHE", str(Path(__file__).resolve().parents[1] /
 # No test reaches the internet: the book's published models are downloaded only from the local
 # servers of tests/test_hub.py, which turn this off for themselves.
 os.environ.setdefault("ATTNXAI_OFFLINE", "1")
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def torch_threads(cores: int | None, workers: int) -> int:
+    """Torch's threads in a test process: two where it has the cores to itself; in one of
+    pytest-xdist's ``workers`` processes, its share of the cores. A process with two threads on
+    a core another process keeps busy spends its small products waiting (src/attnxai/threads.py:
+    a 5,000 x 255 Gram product from ~7 ms to ~360 ms)."""
+    return max(1, min(2, (cores or 1) // max(1, workers)))
+
+
+torch.set_num_threads(torch_threads(os.cpu_count(),
+                                    int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import longest_units_first, split_group, work_unit
+from conftest import longest_units_first, split_group, torch_threads, work_unit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,3 +63,10 @@ def test_a_group_runs_in_one_process_under_make_tests_options():
     assert len(ran) == 4, run.stdout[-4000:]
     assert {worker for worker, _ in ran} == {ran[0][0]}, ran
     assert all(split_group(nodeid)[1] == "book" for _, nodeid in ran), ran
+
+
+def test_a_worker_takes_its_share_of_the_cores():
+    assert torch_threads(2, 1) == 2 and torch_threads(16, 1) == 2      # alone: two threads
+    assert torch_threads(2, 2) == 1 and torch_threads(3, 2) == 1       # make test on 2-3 cores
+    assert torch_threads(4, 2) == 2 and torch_threads(1, 1) == 1
+    assert torch_threads(None, 4) == 1
