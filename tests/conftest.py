@@ -17,7 +17,18 @@ os.environ.setdefault("ATTNXAI_CACHE", str(Path(__file__).resolve().parents[1] /
 # No test reaches the internet: the book's published models are downloaded only from the local
 # servers of tests/test_hub.py, which turn this off for themselves.
 os.environ.setdefault("ATTNXAI_OFFLINE", "1")
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def torch_threads(cores: int | None, workers: int) -> int:
+    """Torch's threads in a test process: two where it has the cores to itself; in one of
+    pytest-xdist's ``workers`` processes, its share of the cores. A process with two threads on
+    a core another process keeps busy spends its small products waiting (src/attnxai/threads.py:
+    a 5,000 x 255 Gram product from ~7 ms to ~360 ms)."""
+    return max(1, min(2, (cores or 1) // max(1, workers)))
+
+
+torch.set_num_threads(torch_threads(os.cpu_count(),
+                                    int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
 
 
 @pytest.fixture(scope="session")
@@ -126,6 +137,121 @@ def pytest_runtest_makereport(item, call):
                        "@pytest.mark.ci_may_skip(reason))")
 
 
+# ---------------------------------------------------------------- `make test`'s two processes
+# `make test` runs pytest-xdist with --dist loadgroup. Three things make its wall time the
+# work divided by the processes, not more:
+# * Grouping that holds. A test marked xdist_group("name") runs in the process that runs every
+#   other test of that name (the book's test site is built once, in that process; the other
+#   weights' model is trained and the chapters run once). pytest-xdist marks a grouped test by
+#   appending "@name" to its node id, which pytest >= 9.2 no longer lets it do (pytest-xdist
+#   issue 1386: its tests were then spread over both processes, and each one built the book and
+#   ran the chapters again); :func:`_apply_group` does it here when pytest-xdist could not.
+# * Units no smaller than a module: a test that no group names travels with its module (as
+#   --dist loadscope does), so that a module's fixtures (e.g. the deletion population of
+#   tests/test_results_deletion.py) are computed in one process, not in both.
+# * Longest first: the units are sent in the order of their seconds in the committed table of a
+#   whole run (book/data/test_durations.csv), so that the long ones start at once and the two
+#   processes finish together.
+#: Each test's seconds in the last measured whole run (setup + call + teardown).
+COMMITTED_DURATIONS = Path(__file__).resolve().parents[1] / "book" / "data" / "test_durations.csv"
+#: The seconds a test absent from that table is taken to last (most tests last under a second).
+UNKNOWN_SECONDS = 1.0
+
+
+def xdist_group(item) -> str | None:
+    """The group pytest-xdist's loadgroup gives ``item`` (its xdist_group marks' names, sorted and
+    joined by '_'), or None."""
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+             for m in item.iter_markers("xdist_group")}
+    return "_".join(sorted(names)) or None
+
+
+def split_group(nodeid: str) -> tuple[str, str | None]:
+    """(node id without its "@group" suffix, group or None), as pytest-xdist reads a suffix (the
+    last '@' after any parameters' ']')."""
+    at = nodeid.rfind("@")
+    if at > nodeid.rfind("]"):
+        return nodeid[:at], nodeid[at + 1:]
+    return nodeid, None
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work that a process runs whole: the test's group, else its module."""
+    bare, group = split_group(nodeid)
+    return f"@{group}" if group else bare.split("::", 1)[0]
+
+
+def _apply_group(item, group: str) -> None:
+    if split_group(item.nodeid)[1] == group:
+        return                                    # pytest-xdist did it
+    wanted = f"{item.nodeid}@{group}"
+    if hasattr(item, "_id"):                      # pytest >= 9.2: a structured node id
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(wanted)
+    else:
+        item._nodeid = wanted
+    if item.nodeid != wanted:
+        raise pytest.UsageError(f"cannot put {item.nodeid} in pytest-xdist's group {group!r}: "
+                                "this pytest does not let a plugin change a node id")
+
+
+def committed_seconds(path: Path = COMMITTED_DURATIONS) -> dict[str, float]:
+    """Node id (no group suffix) -> seconds, from a table that tests/conftest.py writes."""
+    import csv
+
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as f:
+        rows = [line for line in f if not line.startswith("#")]
+    return {split_group(r["test"])[0]: float(r["seconds"]) for r in csv.DictReader(rows)}
+
+
+def longest_units_first(nodeids: list[str], seconds: dict[str, float]) -> list[int]:
+    """The order (indices into ``nodeids``) that runs the units of work (:func:`work_unit`) by
+    their total seconds, longest first, each unit's tests in their collected order."""
+    total: dict[str, float] = {}
+    for nodeid in nodeids:
+        unit = work_unit(nodeid)
+        total[unit] = total.get(unit, 0.0) + seconds.get(split_group(nodeid)[0], UNKNOWN_SECONDS)
+    first = {}
+    for i, nodeid in enumerate(nodeids):
+        first.setdefault(work_unit(nodeid), i)
+    return sorted(range(len(nodeids)),
+                  key=lambda i: (-total[work_unit(nodeids[i])], first[work_unit(nodeids[i])], i))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """In a pytest-xdist worker of a --dist loadgroup run: every grouped test carries its group,
+    and the items are in :func:`longest_units_first`'s order (every worker collects the same
+    order; the controller sends the units in it: :func:`pytest_xdist_make_scheduler`)."""
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+        return
+    for item in items:
+        group = xdist_group(item)
+        if group:
+            _apply_group(item, group)
+    order = longest_units_first([item.nodeid for item in items], committed_seconds())
+    items[:] = [items[i] for i in order]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup with :func:`work_unit`'s units, sent in the collected order (the workers
+    sorted it longest first) rather than by their number of tests."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class LongestFirstGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return LongestFirstGroups(config, log)
+
+
 # ---------------------------------------------------------------- durations of the whole run
 #: Every test's duration (setup + call + teardown, seconds) of the last run, slowest first:
 #: written at the end of every run that had no test selection (`make test`); a measured copy
@@ -135,7 +261,7 @@ _durations: dict[str, list[float]] = {}
 
 
 def pytest_runtest_logreport(report):
-    entry = _durations.setdefault(report.nodeid, [0.0, 0.0, 0.0])
+    entry = _durations.setdefault(split_group(report.nodeid)[0], [0.0, 0.0, 0.0])
     entry[("setup", "call", "teardown").index(report.when)] += report.duration
 
 

@@ -37,15 +37,18 @@ def _chapters() -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def other_weights(imdb, quick_model, monkeypatch_module):
+def other_weights(request, imdb, monkeypatch_module):
     """The quick model of another seed (trained once and cached beside the default one), and the
-    environment that makes every chapter use it."""
+    environment that makes every chapter use it. Trained before the default quick model is asked
+    for: on a fresh clone `make test`'s other process trains that one meanwhile (for the book's
+    test build), and this one does not wait for it."""
     from attnxai import pretrained
     from attnxai.model.profiles import get_config
     from attnxai.store.provenance import weights_sha256
 
     seed = _other_seed()
     other = pretrained(get_config("quick", seed=seed), progress=False)
+    quick_model = request.getfixturevalue("quick_model")
     assert weights_sha256(other.model.state_dict()) != weights_sha256(quick_model.model.state_dict())
     monkeypatch_module.setenv("ATTNXAI_SEED", str(seed))
     monkeypatch_module.setenv("ATTNXAI_PROFILE", "quick")
