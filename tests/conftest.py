@@ -20,6 +20,16 @@ os.environ.setdefault("ATTNXAI_OFFLINE", "1")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
+@pytest.fixture
+def session_settings():
+    """attnxai.settings' session value, restored after the test (which may :func:`use` others)."""
+    from attnxai import settings
+
+    before = settings.current()
+    yield settings
+    settings.use(before)
+
+
 @pytest.fixture(scope="session")
 def archive() -> str:
     path = os.environ.get("ATTNXAI_IMDB_ARCHIVE")

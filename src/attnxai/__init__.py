@@ -42,15 +42,18 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  one validator per input | the chapters' helpers | thread limits
         chapters/: plots | tables, printforms | paper | prose | runconfig
                                  figures | tables for readers, print forms of outputs | the
-                                 paper's numbers | numbers for the chapters' prose | the book's
-                                 profile (ATTNXAI_PROFILE)
-    store/ | native | budget     what is written, downloaded, recorded | the numba decorator |
-                                 memory budgets
+                                 paper's numbers | numbers for the chapters' prose | sample
+                                 sizes for the session's profile
+    store/ | native | budget | shading
+                                 what is written, downloaded, recorded | the numba decorator |
+                                 memory budgets | tokens shaded by weight (Figure 1, HTML, LaTeX)
         store/: files | download | provenance | repository
                                  atomic writes | bounded downloads | commit, version, host |
                                  the book's repository
     progress                     the one progress bar
-    errors | moved               the errors a user can fix | old import paths (a warning each)
+    errors | moved | settings    the errors a user can fix | old import paths (a warning each) |
+                                 the session's profile and seed (the one reader of
+                                 ATTNXAI_PROFILE and ATTNXAI_SEED)
 
 **One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
 :class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.

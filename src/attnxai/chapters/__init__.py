@@ -1,7 +1,10 @@
 """What the chapters use to size, print and draw (no model code).
 
-    plots | tables               the chapters' figures and token shading | tables for readers
+    plots | tables               the chapters' figures | tables for readers
     printforms | paper | prose | runconfig
                                  print forms of rich outputs (LaTeX) | the paper's numbers |
-                                 numbers for the prose | the book's profile (ATTNXAI_PROFILE)
+                                 numbers for the prose | sample sizes for the session's profile
+
+Token shading (Figure 1) is :mod:`attnxai.shading`; the session's profile and seed are
+:mod:`attnxai.settings`.
 """

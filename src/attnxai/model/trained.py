@@ -29,7 +29,7 @@ from .devices import check_device
 from ..store.files import WAIT_SECONDS, writer_lock
 from .hub import HubError, fetch
 from .profiles import TrainConfig, get_config
-from ..chapters.runconfig import profile as book_profile
+from .. import settings
 from .textmodel import Pretrained
 from .train import train
 
@@ -64,8 +64,9 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
                wait_seconds: float = WAIT_SECONDS) -> Pretrained:
     """The model trained with ``profile`` ("paper", "quick", another name of
     :data:`attnxai.model.profiles.PROFILES`, or a TrainConfig), from the cache, training it first if
-    needed. ``profile=None`` reads ``ATTNXAI_PROFILE`` (default "paper"): this is how the test
-    build of the book runs every chapter on the quick model.
+    needed. ``profile=None`` is the session's profile (:func:`attnxai.settings.current`: the one
+    ``course.start`` chose, or ``ATTNXAI_PROFILE`` read at the entry point; default "paper"): this
+    is how the test build of the book runs every chapter on the quick model.
 
     The lookup, in this order: the cache (found and loaded without reading the IMDb archive's
     reviews and without the network, :func:`attnxai.model.cache.candidates`); then, with ``download``,
@@ -80,7 +81,7 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     (then :class:`~attnxai.model.checkpoint.CheckpointError`, naming its lock)."""
     device = check_device(device)
     on = {} if device.type == "cpu" else {"device": device}     # train()'s default is the CPU
-    config = get_config(profile or book_profile())
+    config = get_config(profile or settings.current().book_profile)
     found = candidates(config, archive)
     for folder, _ in found:
         if folder.is_dir():
