@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnxai.model import checkpoint, trained
+from attnxai.model import trained
+from attnxai.model.store import checkpoint
 from attnxai import cli, data
 from attnxai.store import files
-from attnxai.model.cache import FORMAT_VERSION, cache_key
-from attnxai.model.checkpoint import MANIFEST, CheckpointError, load, save
+from attnxai.model.store.cache import FORMAT_VERSION, cache_key
+from attnxai.model.store.checkpoint import MANIFEST, CheckpointError, load, save
 from attnxai.data import CacheError
 from attnxai.model.profiles import get_config
 from checkpoints import (LABELLED_SHA, cached_folder, child_env, flip_byte, same_weights,
@@ -58,7 +59,7 @@ def data_offset(path: Path) -> int:
 def test_save_writes_a_manifest_that_load_checks(saved):
     pre, path = saved
     m = json.loads((path / MANIFEST).read_text())
-    assert set(m["files"]) == set(checkpoint._FILES)
+    assert set(m["files"]) == set(checkpoint.CONTENT_FILES)
     for name, rec in m["files"].items():
         assert rec["bytes"] == (path / name).stat().st_size
         assert rec["sha256"] == data.file_sha256(path / name)
@@ -251,7 +252,7 @@ WRITER = textwrap.dedent("""
     import sys
     import torch
     torch.set_num_threads(1)
-    from attnxai.model.checkpoint import load, save
+    from attnxai.model.store.checkpoint import load, save
     a, b, target, n = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     for i in range(n):
         save(a if i % 2 else b, target)
@@ -283,7 +284,7 @@ def test_two_writers_and_a_reader_never_collide(tmp_path):
 
 KILLED_WRITER = textwrap.dedent("""
     import sys, time
-    from attnxai.model import checkpoint
+    from attnxai.model.store import checkpoint
     from attnxai.store import files
     real = files.write_durably
     def slow(path, data):

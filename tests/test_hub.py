@@ -1,5 +1,5 @@
 """The book's models, published and downloaded (issue 25): every test serves a tiny checkpoint
-(saved with attnxai.model.checkpoint.save, published with the package's own command) from an HTTP
+(saved with attnxai.model.store.checkpoint.save, published with the package's own command) from an HTTP
 server on 127.0.0.1 and downloads it into a fresh cache. Nothing reaches the internet, and no
 check depends on timing: the concurrent test is ordered by events (a request the server holds,
 a line the waiting process prints)."""
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from attnxai import cli, course
-from attnxai.model import hub, trained
+from attnxai.model import trained
+from attnxai.model.store import hub
 from attnxai.store import repository
-from attnxai.model.checkpoint import FILES, ORIGIN, load, save
+from attnxai.model.store.checkpoint import FILES, ORIGIN, load, save
 from attnxai.model.profiles import get_config
 from hubserver import TINY, Server, _synthetic, publish_tiny
 from checkpoints import (LABELLED_SHA, cached_folder, child_env, flip_byte, same_weights,

@@ -54,7 +54,7 @@ def start(*, verbose: bool = True) -> str:
 
     A profile chosen (``ATTNXAI_PROFILE``, read once by :func:`attnxai.settings.current`): that
     profile. None: "paper" if the paper's model is in the cache (``attnxai.data.cache_dir()``) or
-    the book's published one can be downloaded (verified, :mod:`attnxai.model.hub`; it says where
+    the book's published one can be downloaded (verified, :mod:`attnxai.model.store.hub`; it says where
     it came from), else "quick", which becomes the session's profile (:func:`attnxai.settings.use`)
     so that every later ``attnxai.pretrained()`` and ``sized()`` of the session use it (the message
     says why the download was not possible and how to turn it on). Nothing is
@@ -62,7 +62,7 @@ def start(*, verbose: bool = True) -> str:
     (about a minute on two cores).
     """
     from . import __version__
-    from .model.checkpoint import origin
+    from .model.store.checkpoint import origin
     from .model.trained import ModelNotCached, pretrained
     from .data import cache_dir
 

@@ -11,7 +11,6 @@ to its column (legend included), and a tap opens it at full size (the book's scr
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
