@@ -47,10 +47,12 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  the settings of LIME's limit (theory and registry share them)
     validate | chapters/ | threads
                                  one validator per input | the chapters' helpers | thread limits
-        chapters/: plots | tables, printforms | paper | prose | runconfig
+        chapters/: plots | tables, printforms | paper | prose | runconfig,
+                   latex_tables | latex_maths, page
                                  figures | tables for readers, print forms of outputs | the
                                  paper's numbers | numbers for the chapters' prose | sample
-                                 sizes for the session's profile
+                                 sizes for the session's profile, a table's LaTeX | SymPy's
+                                 broken over lines, the widths they fit
     store/ | native | budget | shading
                                  what is written, downloaded, recorded | the numba decorator |
                                  memory budgets | tokens shaded by weight (Figure 1, HTML, LaTeX)

@@ -2,8 +2,11 @@
 
     plots | tables               the chapters' figures | tables for readers
     printforms | paper | prose | runconfig
-                                 print forms of rich outputs (LaTeX) | the paper's numbers |
-                                 numbers for the prose | sample sizes for the session's profile
+                                 print forms of rich outputs (LaTeX), installed in IPython |
+                                 the paper's numbers | numbers for the prose | sample sizes
+                                 for the session's profile
+    latex_tables | latex_maths   a table's LaTeX | a SymPy expression broken over lines
+    page                         the widths they fit (the PDF's line, a phone's column)
 
 Token shading (Figure 1) is :mod:`attnxai.shading`; the session's profile and seed are
 :mod:`attnxai.settings`.
