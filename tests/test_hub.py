@@ -362,7 +362,7 @@ def test_publish_models_writes_the_folder_and_index_from_the_cache(tmp_path, mon
 
 # ---------------------------------------------------------------- the launch cell
 def test_course_start_uses_the_downloaded_paper_model_and_says_where_from(tmp_path, monkeypatch,
-                                                                          capsys):
+                                                                          capsys, session_settings):
     pre = tiny_pretrained(seed=6, profile="paper")
     publish_tiny(tmp_path, pre)
     server = Server(tmp_path / "www")
@@ -371,12 +371,12 @@ def test_course_start_uses_the_downloaded_paper_model_and_says_where_from(tmp_pa
         monkeypatch.setenv("ATTNXAI_MODELS_URL", server.url)
         monkeypatch.setenv("ATTNXAI_OFFLINE", "1")
         monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
-        monkeypatch.setenv(course.ENV_PROFILE, "")             # unset; restored afterwards
+        session_settings.use(profile=None)                      # no profile chosen
         assert course.start() == "quick"
         out = capsys.readouterr().out
         assert "FALLS BACK TO THE QUICK MODEL" in out and "ATTNXAI_OFFLINE=1 is set" in out
         monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
-        monkeypatch.setenv(course.ENV_PROFILE, "")
+        session_settings.use(profile=None)
         assert course.start() == "paper"
         out = capsys.readouterr().out
         assert f"downloaded from {server.url}paper-" in out and "and verified" in out

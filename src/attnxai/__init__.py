@@ -19,8 +19,10 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
     explanation                  one text explained by any methods: explain(), Explanation
     registry                     the methods explain() can run, their settings, the document
     theory/ | perturbation/      closed forms (theory/__init__ lists its modules; their compiled
-                                 loops in theory/lime_kernels/: chain | bernoulli, binomial,
-                                 arena) | perturbation metrics (AOPC, tau-LOO, curves)
+                                 loops in theory/lime_kernels/: binomial, chain | bernoulli,
+                                 arena; LIME for text's limit in theory/lime_text/: reference,
+                                 limits, sigma, law) | perturbation metrics (AOPC, tau-LOO,
+                                 curves)
         perturbation/: symbolic, measures, perturber, rankings
                                  the measures in SymPy, the measures, the perturbed documents'
                                  probabilities, the rankings and inputs
