@@ -30,12 +30,13 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
     explainers | fastlime/       attention, gradients, G x I | LIME, exactly as lime, fast
     model/                       the model and its checkpoints:
         trained                  a profile's model: from the cache, downloaded, else trained
-        train | store/           the training loop, resumable | the store of trained models:
+        train | store/           the training loop, resumable | the store of trained models
         model/store/: hub, checkpoint, folder | verify, manifest, cache
                                  the book's published models, the checkpoint's API (save, load,
                                  adopt), writing and reading its folder | checking its files,
                                  its format and manifest, where trained models are kept (the
                                  one lookup rule)
+        train_state              what a training carries between epochs, saved and resumed
         textmodel | profiles | symbolic | network
                                  Pretrained (model + vocabulary) | training configurations |
                                  the model in SymPy | its float64 projections
