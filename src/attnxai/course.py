@@ -4,8 +4,8 @@
   is missing, e.g. on Colab): it picks the trained model the chapter will use and says which.
   A profile chosen at the entry point (``ATTNXAI_PROFILE``, :mod:`attnxai.settings`) wins;
   otherwise the paper's model if it is in the cache or the book's published one can be
-  downloaded (seconds), else the quick model (trained in about a minute), announced as such, so that a chapter launched on a fresh machine runs in minutes
-  instead of training for ten.
+  downloaded (seconds), else the quick model (trained in about a minute), announced as such, so
+  that a chapter launched on a fresh machine runs in minutes instead of training for ten.
 * :func:`chapter_notebook` turns a chapter (jupytext MyST Markdown) into a Jupyter notebook without
   outputs: the ``notebooks/*.ipynb`` that Colab and the download menu open
   (``tests/test_notebooks_sync.py`` checks they match the ``.md``); ``student=True`` removes the

@@ -1,4 +1,5 @@
-"""Where trained models are kept (the store of models; the studies' results are :mod:`attnxai.store`).
+"""Where trained models are kept: the store of models (the studies' results are kept in
+:mod:`attnxai.store.results`).
 
     hub                  the book's published models: publish, download, verify
     checkpoint           a checkpoint folder's API: save, load, adopt, in memory, describe

@@ -71,10 +71,10 @@ from .manifest import (CONTENT_FILES, FILES, MANIFEST, MODEL_CLASSES, ORIGIN, Ch
                        CheckpointWarning, config_sha256, manifest_bytes)
 from .verify import build_model, unverified, verify_files
 
-__all__ = ["CONTENT_FILES", "CheckpointError", "CheckpointWarning", "FILES", "MANIFEST", "MODEL_CLASSES", "ORIGIN",
-           "adopt", "check_replaceable", "checkpoint_files", "config_sha256", "describe",
-           "from_files", "load", "origin", "save", "weights_sha256",
-           "save_files"]
+__all__ = ["CONTENT_FILES", "CheckpointError", "CheckpointWarning", "FILES", "MANIFEST",
+           "MODEL_CLASSES", "ORIGIN", "adopt", "check_replaceable", "checkpoint_files",
+           "config_sha256", "describe", "from_files", "load", "origin", "save", "save_files",
+           "weights_sha256"]
 
 #: How long :func:`adopt` waits for a writer of the folder to finish.
 _ADOPT_WAIT_SECONDS = 30.0

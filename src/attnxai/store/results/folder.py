@@ -1,5 +1,5 @@
-"""An experiment's results folder: parquet parts (:mod:`attnxai.store.results.parts`) written atomically, each carrying the sha256 of
-its rows (checked whenever it is read), ``_meta.json``, the settings that produced them, and
+"""An experiment's results folder: parquet parts (:mod:`attnxai.store.results.parts`) written
+atomically, each carrying the sha256 of its rows (checked whenever it is read), ``_meta.json``, the settings that produced them, and
 ``_runs.jsonl``, the run log: one line per finished run (its command and code, when, where:
 workers, device, attnxai version, what it computed, how long it took and the load average
 around it; :func:`attnxai.experiment.run` writes it, :func:`attnxai.experiment.runs_header`
@@ -7,8 +7,8 @@ reads it).
 
 **One writer at a time.** A run holds the folder (:func:`hold`): its writers' lock
 (``<folder>.lock`` beside the real folder, whatever link or spelling names it,
-:func:`attnxai.store.files.writer_lock`, released by the kernel if the run is killed), under which the settings are compared with ``_meta.json`` and recorded there
-before the first row, and the ``.tmp-*`` files of killed writers are removed. A second run of the
+:func:`attnxai.store.files.writer_lock`, released by the kernel if the run is killed), under
+which the settings are compared with ``_meta.json`` and recorded there before the first row, and the ``.tmp-*`` files of killed writers are removed. A second run of the
 same folder is refused at once, whatever its settings, with who holds it (``_writer.json``): one
 with other settings would mix two experiments in one folder; one with the same settings would
 compute the rows the first is computing (each run plans its work when it starts), so it is

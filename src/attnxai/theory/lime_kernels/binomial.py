@@ -5,7 +5,8 @@ every (head, node p, node lambda, token) (:mod:`attnxai.theory.lime_binomial`), 
 :func:`binomial_means`, the binomial means of the position terms at one node ``p``
 (:mod:`attnxai.theory.lime_independent`).
 
-Reproducibility (fixed order, one arena per call, called from Python): :mod:`attnxai.theory.lime_kernels`.
+Reproducibility (fixed order, one arena per call, called from Python):
+:mod:`attnxai.theory.lime_kernels`.
 """
 
 from __future__ import annotations

@@ -29,9 +29,12 @@ __all__ = ["ChainLaw", "ChainOut", "DeleteTerms", "DeleteWork", "ReplaceTerms", 
            "chain_delete", "chain_replace", "table_entry"]
 
 # The compiled loops take their inputs as named tuples (numba compiles a field access to a plain
-# load), so that a call names every array: the terms of one head, the law and rule (the
-# settings), the outputs and the work buffers. The fields' order is the order of the arrays in
-# the call's arena (:mod:`~attnxai.theory.lime_kernels.arena`): it fixes their relative addresses, hence the code path and the bits.
+# load), so that a call names every array: the terms of one head, the law and rule (the settings),
+# the outputs and the work buffers. The fields' order is the order of the arrays in the call's arena
+# (:mod:`~attnxai.theory.lime_kernels.arena`): it fixes their relative addresses, hence the code
+# path and the bits.
+
+
 class DeleteTerms(NamedTuple):
     """One head's terms for deletion (:func:`attnxai.theory.lime_chain.delete_terms`): token ``t``
     (1..n) kept at position ``q`` adds ``ea[t-1] * eb[q]`` to the denominator and that times

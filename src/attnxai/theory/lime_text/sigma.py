@@ -1,5 +1,5 @@
-"""``Sigma = E[pi x x^T]``: its three moments (:func:`moments`), the matrix, its closed-form inverse,
-and the narrowest kernel width whose ``Sigma`` the closed forms accept.
+"""``Sigma = E[pi x x^T]``: its three moments (:func:`moments`), the matrix, its closed-form
+inverse, and the narrowest kernel width whose ``Sigma`` the closed forms accept.
 """
 
 from __future__ import annotations
