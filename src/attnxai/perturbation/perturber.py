@@ -78,8 +78,8 @@ class Perturber:
         self.backend_used = "fast" if self._evaluators is not None else "model"
 
     def _prepare_fast(self) -> str:
-        from .fastlime.evaluate import DeleteEvaluator, ReplaceEvaluator
-        from .model.network import Projections
+        from ..fastlime.evaluate import DeleteEvaluator, ReplaceEvaluator
+        from ..model.network import Projections
 
         if not isinstance(self.model, AttentionClassifier):
             return (f"the projections are derived for the single-layer AttentionClassifier, not "
