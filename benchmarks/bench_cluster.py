@@ -12,7 +12,7 @@ the work, the summary). The cluster (``dask scheduler`` + ``dask worker --nworke
 1``) is started once, before the first round, as a real one would be; its start-up time is
 reported on its own, and its first run includes the workers' first import of attnxai and
 compilation of the numba loops (a local ``--jobs`` run pays its process start every time).
-The results of every run must be bit-identical (:func:`attnxai.experiment.store.content_digest`):
+The results of every run must be bit-identical (:func:`attnxai.store.results.content_digest`):
 the script fails otherwise.
 """
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="CSV to write (with a header of comments)")
     args = ap.parse_args(argv)
 
-    from attnxai.experiment import store
+    from attnxai.store import results as store
 
     load_before = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))

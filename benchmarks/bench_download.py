@@ -1,8 +1,8 @@
-"""How long a reader waits for the book's model when it is downloaded (attnxai.model.hub), against
+"""How long a reader waits for the book's model when it is downloaded (attnxai.model.store.hub), against
 loading the same checkpoint from the cache, measured in the same run.
 
 The cached model of ``--profile`` (default paper: 46 MB of weights) is published with
-``attnxai.model.hub.publish`` into a temporary folder, served from 127.0.0.1 (a thread of this
+``attnxai.model.store.hub.publish`` into a temporary folder, served from 127.0.0.1 (a thread of this
 process: no network, so this is the floor a real download adds its transfer time to), then
 downloaded ``--repeats`` times into fresh caches: each time ``attnxai.pretrained`` (index,
 every file, sizes and sha256 against the index, the checkpoint's own manifest, the atomic move
@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="also write the runs to this CSV")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    from attnxai.model import hub
+    from attnxai.model.store import hub
     from attnxai import load, pretrained
     from attnxai.store.provenance import loadavg
 

@@ -90,8 +90,9 @@ import torch
 from attnxai import load_imdb
 from attnxai.model.interface import predict
 from attnxai.model.profiles import get_config
-from attnxai.model.train import (EncodedSplit, TrainState, batch_loss, bucketed_batches,
-                                 encode_split, epoch_batches, padded_train_ids, start)
+from attnxai.model.train import (EncodedSplit, batch_loss, bucketed_batches, encode_split,
+                                 epoch_batches, padded_train_ids, start)
+from attnxai.model.train_state import TrainState
 
 PAPER_STEPS = 12_500                     # 10 epochs of 20,000 reviews in batches of 16
 

@@ -2,7 +2,7 @@
 metric, or a validator) make the tests of that result fail?
 
 Each mutant of :data:`MUTANTS` changes one expression of ``src/attnxai`` (``theory/``,
-``perturbation.py``, ``fastlime/``, ``validate.py``) into a plausible wrong one, and names what
+``perturbation/``, ``fastlime/``, ``validate.py``) into a plausible wrong one, and names what
 should catch it: ``label``, a ``:label:`` of a theorem or proposition of the book, whose tests are
 the ones marked ``@pytest.mark.falsifies(label)`` (read by ``tests/test_results_registry.py``),
 and/or ``tests``, explicit test ids (for code no stated result covers: fastlime's equality with
@@ -78,19 +78,19 @@ SAMPLED = tuple(f"tests/test_theory_deletion_exact.py::test_{t}" for t in (
 EXACT_REPEATS = tuple(f"tests/test_theory_deletion_exact.py::test_{t}" for t in (
     "shapley_banzhaf_and_curves_are_exact", "lime_limit_is_exact"))
 
-_DIST = ("theory/lime_text.py", "return 100.0 * (1.0 - np.sqrt((d - s) / d))",
+_DIST = ("theory/lime_text/law.py", "return 100.0 * (1.0 - np.sqrt((d - s) / d))",
          "return 100.0 * (1.0 - (d - s) / d)", "lime's distance without its square root")
 _NODES = ("theory/shapley_values.py", "n_nodes = min(max(1, math.ceil(d / 2)), cap)",
           "n_nodes = min(max(1, math.ceil((d - 1) / 2)), cap)",
           "Shapley's default Gauss nodes ceil((d-1)/2): one short for odd d")
 
-_SOFTMAX_DROPS = ("perturbation.py",
-                  "    if others.shape[1] != 2:\n        return _softmax(full[None], target)[0]",
-                  "    if True:\n        return _softmax(full[None], target)[0]",
+_SOFTMAX_DROPS = ("perturbation/perturber.py",
+                  "    if others.shape[1] != 2:\n        return softmax(full[None], target)[0]",
+                  "    if True:\n        return softmax(full[None], target)[0]",
                   "leave-one-out drops as differences of rounded probabilities (ferret's way), "
                   "not from the logit margins")
 
-_FERRET_TIES = ("perturbation.py", 'order = np.argsort(key, kind="stable")[::-1]',
+_FERRET_TIES = ("perturbation/rankings.py", 'order = np.argsort(key, kind="stable")[::-1]',
                 'order = np.argsort(-key, kind="stable")',
                 'ties="ferret" taking the earlier position first')
 
@@ -98,17 +98,17 @@ MUTANTS: tuple[Mutant, ...] = (
     # ---- chapter 5-6: LIME's limit
     Mutant("lime-distance-sqrt/chain", *_DIST, label="thm-lime-chain"),
     Mutant("lime-distance-sqrt/text", *_DIST, label="thm-lime-text-limit"),
-    Mutant("lime-kernel-sqrt", "theory/lime_text.py",
+    Mutant("lime-kernel-sqrt", "theory/lime_text/law.py",
            "return np.sqrt(np.exp(-dist ** 2 / (nu * nu)))",
            "return np.exp(-dist ** 2 / (nu * nu))",
            "lime's kernel exp(-D^2/nu^2), its square root forgotten", label="thm-lime-chain"),
-    Mutant("lime-moment-alpha2", "theory/lime_text.py",
+    Mutant("lime-moment-alpha2", "theory/lime_text/sigma.py",
            "k * (k - 1) / (d * (d - 1))", "k * k / (d * d)",
            "E[pi z_j z_k] with j = k allowed", label="thm-lime-text-limit"),
-    Mutant("lime-sigma-inverse-sign", "theory/lime_text.py",
+    Mutant("lime-sigma-inverse-sign", "theory/lime_text/sigma.py",
            "inv[0, 1:] = inv[1:, 0] = -m / c", "inv[0, 1:] = inv[1:, 0] = m / c",
            "Sigma^-1's off-diagonal block with the wrong sign", label="thm-lime-text-limit"),
-    Mutant("lime-profile-slope", "theory/lime_text.py",
+    Mutant("lime-profile-slope", "theory/lime_text/limits.py",
            "return main + slope / d", "return main + slope / (d - 1)",
            "the profile form's slope over d - 1", label="prop-lime-profile"),
     Mutant("lime-profile-weight", "theory/lime_quadrature.py",
@@ -116,7 +116,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "    w = p\n    mp = float(np.sum(q * p))",
            "lime_limit's profile weights U with p instead of p (1 - p)",
            label="thm-lime-attention-limit"),
-    Mutant("lime-effects-weight", "theory/lime_text.py",
+    Mutant("lime-effects-weight", "theory/lime_text/limits.py",
            "    w = p * (1 - p)\n    centred", "    w = p\n    centred",
            "beta_from_effects' weight p instead of p (1 - p)", label="prop-lime-profile"),
     Mutant("lime-heads-sum", "theory/lime_attention.py",
@@ -211,7 +211,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "delta, _ = _effects(g, np.array([0.5]), ksub)",
            "delta, _ = _effects(g, np.array([0.45]), ksub)",
            "Banzhaf at p = 0.45", label="prop-three-weightings"),
-    Mutant("weights-shapley-nodes", "theory/shapley_values.py",
+    Mutant("weights-shapley-nodes", "theory/shapley_weights.py",
            'return {"Shapley": gauss_nodes(max(1, math.ceil(d / 2))),',
            'return {"Shapley": gauss_nodes(max(1, math.ceil((d - 1) / 2))),',
            "weight_functions' Shapley rule one node short for odd d",
@@ -236,29 +236,29 @@ MUTANTS: tuple[Mutant, ...] = (
            "skip[:, 0] = model.W_s.detach()[target]", "skip[:, -1] = model.W_s.detach()[target]",
            "the skip term at the last position instead of [CLS]", label="thm-skip-gradient"),
     # ---- chapter 7: the faithfulness measures
-    Mutant("faith-softmax-target", "perturbation.py",
+    Mutant("faith-softmax-target", "perturbation/perturber.py",
            "return e[:, target] / e.sum(axis=1)", "return e[:, 1] / e.sum(axis=1)",
            "the probability of class 1 whatever the target", label="prop-faith-two-classes"),
-    Mutant("faith-empty-sufficiency", "perturbation.py",
+    Mutant("faith-empty-sufficiency", "perturbation/measures.py",
            "comp, suff = 0.0, 1.0", "comp, suff = 0.0, 0.0",
            "an empty rationale's sufficiency 0 (ferret: 1)", label="prop-faith-two-classes"),
-    Mutant("faith-abs-key", "perturbation.py",
+    Mutant("faith-abs-key", "perturbation/rankings.py",
            'key = np.abs(s) if selection == "abs" else s',
            'key = -np.abs(s) if selection == "abs" else s',
            "the abs rule ranking smallest |score| first", label="prop-faith-unsigned"),
-    Mutant("faith-positive-zero", "perturbation.py",
+    Mutant("faith-positive-zero", "perturbation/rankings.py",
            "order = order[s[order] > 0]", "order = order[s[order] >= 0]",
            "the positive rule keeping zero scores", label="prop-faith-unsigned", tests=FERRET,
            equivalent="for prop-faith-unsigned's tests: the proposition assumes every score > 0, "
                       "where >= 0 and > 0 select the same positions (ferret's tests must kill it)"),
-    Mutant("faith-loo-sign", "perturbation.py",
-           "loo = _drops(logits[0], logits[2:2 + n], target)",
-           "loo = -_drops(logits[0], logits[2:2 + n], target)",
+    Mutant("faith-loo-sign", "perturbation/measures.py",
+           "loo = drops_of(logits[0], logits[2:2 + n], target)",
+           "loo = -drops_of(logits[0], logits[2:2 + n], target)",
            "leave-one-out drops with the wrong sign", label="prop-faith-two-classes",
            tests=FERRET,
            equivalent="for prop-faith-two-classes: negating both classes' drops keeps loo_0 = "
                       "-loo_1 and tau_0 = -tau_1 (ferret's tests must kill it)"),
-    Mutant("faith-insertion-area", "perturbation.py",
+    Mutant("faith-insertion-area", "perturbation/measures.py",
            '"insertion_auc": np.trapezoid(icurve, fractions)',
            '"insertion_auc": np.trapezoid(dcurve, fractions)',
            "the insertion area computed on the deletion curve", label="prop-faith-flip",
@@ -266,32 +266,32 @@ MUTANTS: tuple[Mutant, ...] = (
                   "test_curves_and_areas_against_the_model_on_every_prefix",),
            equivalent="for prop-faith-flip: the deletion area of the other class is 1 - that of "
                       "this class too, so the proposition holds for the wrong area as well"),
-    Mutant("faith-aopc-duplicates", "perturbation.py",
+    Mutant("faith-aopc-duplicates", "perturbation/rankings.py",
            "if kk == 0 or (out and out[-1] == kk):", "if kk == 0:",
            "AOPC averaging a repeated rationale again (ferret leaves it out)",
            label="prop-faith-two-classes", tests=FERRET,
            equivalent="for prop-faith-two-classes: any averaging of the same sizes negates "
                       "with the class (ferret's tests must kill it)"),
-    Mutant("faith-tau-exact-ties", "perturbation.py",
+    Mutant("faith-tau-exact-ties", "perturbation/measures.py",
            "return np.where(np.abs(diff) <= tie, 0, np.sign(diff)).astype(np.int8)",
            "return np.sign(diff).astype(np.int8)",
            "tau-LOO's drops tied only when their floats are equal (scipy's and ferret's rule)",
            label="prop-faith-tau-ties"),
-    Mutant("faith-tau-tie-too-small", "perturbation.py",
+    Mutant("faith-tau-tie-too-small", "perturbation/rankings.py",
            "LOO_TIE = 2.0 ** -36", "LOO_TIE = 2.0 ** -52",
            "tau-LOO's tie tolerance below the backends' rounding (one unit of 2^-52)",
            label="prop-faith-tau-ties"),
     Mutant("faith-drops-softmax", *_SOFTMAX_DROPS, label="prop-faith-two-classes"),
     Mutant("faith-drops-softmax/flip", *_SOFTMAX_DROPS, label="prop-faith-flip"),
-    Mutant("faith-drops-one-backend", "perturbation.py",
-           "loo = _drops(logits[0], logits[2:2 + n], target)",
-           'loo = (_drops(logits[0], logits[2:2 + n], target) if P.backend_used == "fast" '
+    Mutant("faith-drops-one-backend", "perturbation/measures.py",
+           "loo = drops_of(logits[0], logits[2:2 + n], target)",
+           'loo = (drops_of(logits[0], logits[2:2 + n], target) if P.backend_used == "fast" '
            "else px - probs[2:2 + n])",
            "the model backend alone back to differences of rounded probabilities",
            label="prop-faith-two-classes"),
     Mutant("faith-ferret-ties", *_FERRET_TIES, tests=FERRET),
     Mutant("faith-ferret-ties/vendored", *_FERRET_TIES, tests=FERRET[:2]),
-    Mutant("faith-positive-zero/vendored", "perturbation.py", "order = order[s[order] > 0]",
+    Mutant("faith-positive-zero/vendored", "perturbation/rankings.py", "order = order[s[order] > 0]",
            "order = order[s[order] >= 0]", "the positive rule keeping zero scores",
            tests=FERRET[:2]),
     # ---- the training path: forward_rows is the forward, LazyAdamW the stated update

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from attnxai import AttentionClassifier, Pretrained, Vocab
-from attnxai.model.cache import FORMAT_VERSION, cache_key
+from attnxai.model.store.cache import FORMAT_VERSION, cache_key
 from attnxai.model.profiles import get_config
 
 ROOT = Path(__file__).resolve().parents[1]

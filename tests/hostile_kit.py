@@ -57,7 +57,7 @@ def _squares(items):
 HOLDER = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from attnxai.experiment import store
+    from attnxai.store import results as store
     out, settings = Path(sys.argv[1]), json.loads(sys.argv[2])
     with store.hold(out, settings, ["attnxai", "holder"]) as held:
         held.record()

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from checkpoints import LABELLED_SHA
 
-from attnxai.model import hub
-from attnxai.model.cache import cache_key
-from attnxai.model.checkpoint import save
+from attnxai.model.store import hub
+from attnxai.model.store.cache import cache_key
+from attnxai.model.store.checkpoint import save
 from attnxai.data import IMDb, Review
 from attnxai.model.profiles import get_config
 

@@ -116,7 +116,7 @@ JS_IMAGES = """() => Array.from(document.images).map(img => {
                    ? img.closest("figure").querySelector("figcaption").textContent.trim() : ""};
 })"""
 
-# Every token shading (attnxai.chapters.plots.TokenShading): its key, and each token's weight and colour;
+# Every token shading (attnxai.shading.TokenShading): its key, and each token's weight and colour;
 # and shaded spans in outputs that are not one (a shading without the book's key).
 JS_SHADING = """() => ({
   shadings: Array.from(document.querySelectorAll("article .attnxai-shading")).map(s => ({
@@ -599,7 +599,7 @@ def _hue(css: str) -> tuple[str | None, float]:
     r, g, b, alpha = rgb
     if alpha < 1.0:
         return ("green" if g > r + 20 else "red" if r > g + 20 else None), alpha
-    # opaque: the colour of the convention (plots.TOWARDS or AWAY) mixed with white that it is,
+    # opaque: the colour of the convention (shading.TOWARDS or AWAY) mixed with white that it is,
     # by least squares on 255 - channel = strength * (255 - reference)
     best = (None, 0.0, math.inf)
     for hue, ref in (("green", (46, 125, 50)), ("red", (198, 40, 40))):

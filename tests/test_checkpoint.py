@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnxai.model import checkpoint, trained
+from attnxai.model import trained
+from attnxai.model.store import checkpoint
 from attnxai import cli, data
 from attnxai.store import files
-from attnxai.model.cache import FORMAT_VERSION, cache_key
-from attnxai.model.checkpoint import MANIFEST, CheckpointError, load, save
+from attnxai.model.store.cache import FORMAT_VERSION, cache_key
+from attnxai.model.store.checkpoint import MANIFEST, CheckpointError, load, save
 from attnxai.data import CacheError
 from attnxai.model.profiles import get_config
 from checkpoints import (LABELLED_SHA, cached_folder, child_env, flip_byte, same_weights,
@@ -58,7 +59,7 @@ def data_offset(path: Path) -> int:
 def test_save_writes_a_manifest_that_load_checks(saved):
     pre, path = saved
     m = json.loads((path / MANIFEST).read_text())
-    assert set(m["files"]) == set(checkpoint._FILES)
+    assert set(m["files"]) == set(checkpoint.CONTENT_FILES)
     for name, rec in m["files"].items():
         assert rec["bytes"] == (path / name).stat().st_size
         assert rec["sha256"] == data.file_sha256(path / name)
@@ -70,13 +71,13 @@ def test_save_writes_a_manifest_that_load_checks(saved):
     assert same_weights(pre, back) and back.vocab.itos == pre.vocab.itos
 
 
-def test_existing_cache_keys_are_unchanged(monkeypatch):
+def test_existing_cache_keys_are_unchanged(session_settings):
     """No FORMAT_VERSION bump: the checkpoints already cached (no manifest) keep their folders.
     The authors' recipe keeps the keys of the models trained before lazy AdamW; the profiles'
     keys (lazy AdamW) are these."""
     from attnxai.model.profiles import authors_recipe
 
-    monkeypatch.delenv("ATTNXAI_SEED", raising=False)
+    session_settings.use(seed=None)
     assert FORMAT_VERSION == 1
     assert cache_key(authors_recipe("quick"), LABELLED_SHA) == "6468f19043c3e6d1"
     assert cache_key(authors_recipe("paper"), LABELLED_SHA) == "b287d8a53a883860"
@@ -85,22 +86,34 @@ def test_existing_cache_keys_are_unchanged(monkeypatch):
     assert cache_key(get_config("paper-skip"), LABELLED_SHA) == "f2c3f7bca7c816cf"
 
 
-def test_attnxai_seed_gives_every_named_profile_another_seed_and_key(monkeypatch):
-    """ATTNXAI_SEED (how the tests and a reader build the book on other weights) replaces the
-    seed of a named profile, so its model gets a key of its own; an explicit seed wins; a value
-    that is not a seed is refused, naming the variable."""
+def test_attnxai_seed_gives_every_named_profile_another_seed_and_key(monkeypatch,
+                                                                     session_settings):
+    """ATTNXAI_SEED (how the tests and a reader build the book on other weights), read at the
+    entry point into the session's settings, replaces the seed of a named profile, so its model
+    gets a key of its own; an explicit seed wins; a value that is not a seed is refused, naming
+    the variable. The environment is read once: changing it later changes nothing."""
+    settings = session_settings
     monkeypatch.delenv("ATTNXAI_SEED", raising=False)
+    settings.use(settings.from_environment())
     base = cache_key(get_config("quick"), LABELLED_SHA)
     monkeypatch.setenv("ATTNXAI_SEED", "43")
+    assert get_config("quick").seed == 42                 # read once, at the entry point
+    settings.use(settings.from_environment())
     assert get_config("quick").seed == 43 and get_config("paper").seed == 43
     assert cache_key(get_config("quick"), LABELLED_SHA) != base
     assert get_config("quick", seed=7).seed == 7
-    monkeypatch.setenv("ATTNXAI_SEED", "42")
+    settings.use(seed=42)
     assert cache_key(get_config("quick"), LABELLED_SHA) == base
-    for bad in ("x", "-1", "4.2"):
+    for bad in ("x", "-1", "4.2", " "):
         monkeypatch.setenv("ATTNXAI_SEED", bad)
+        if bad.strip():
+            with pytest.raises(ValueError, match="ATTNXAI_SEED"):
+                settings.from_environment()
+        else:
+            assert settings.from_environment().seed is None
+    for bad in (-1, 2**63, 4.2, True):
         with pytest.raises(ValueError, match="ATTNXAI_SEED"):
-            get_config("quick")
+            settings.use(seed=bad)
 
 
 def test_flipped_byte_in_the_weights_is_refused(saved):
@@ -239,7 +252,7 @@ WRITER = textwrap.dedent("""
     import sys
     import torch
     torch.set_num_threads(1)
-    from attnxai.model.checkpoint import load, save
+    from attnxai.model.store.checkpoint import load, save
     a, b, target, n = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     for i in range(n):
         save(a if i % 2 else b, target)
@@ -271,7 +284,7 @@ def test_two_writers_and_a_reader_never_collide(tmp_path):
 
 KILLED_WRITER = textwrap.dedent("""
     import sys, time
-    from attnxai.model import checkpoint
+    from attnxai.model.store import checkpoint
     from attnxai.store import files
     real = files.write_durably
     def slow(path, data):

@@ -16,7 +16,7 @@ import attnxai
 from attnxai.chapters import paper
 from attnxai.model import trained
 from attnxai.cli import main as cli_main
-from attnxai.chapters.plots import figure1_page
+from attnxai.shading import figure1_page
 from attnxai.registry import ALL_METHODS, PAPER_METHODS
 
 

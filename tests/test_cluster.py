@@ -22,7 +22,8 @@ import pytest
 
 from attnxai import experiment as X
 from attnxai.cli import main as cli_main
-from attnxai.experiment import store, transport
+from attnxai.experiment import transport
+from attnxai.store import results as store
 from attnxai.experiment.runner import run
 from attnxai.experiment.transport import ModelBundle
 

@@ -202,7 +202,7 @@ def test_runs_header_from_the_run_log(tmp_path):
     """runs_header reads the runner's log (_runs.jsonl): two lines per run, oldest first, with the
     command as given, or a note where a run started from Python recorded none."""
     from attnxai.experiment import runs_header
-    from attnxai.experiment.store import log_run
+    from attnxai.store.results import log_run
 
     base = {"commit": "abc", "dirty": False, "seconds": 61.6, "computed": 4, "skipped": 0,
             "jobs": 1, "loadavg_before": [0.25, 0, 0], "loadavg_after": [1.0, 0, 0]}
@@ -225,10 +225,10 @@ def test_a_summary_names_its_weights_and_a_chapter_compares_only_the_same(tmp_pa
     import pandas as pd
 
     from attnxai import save
-    from attnxai.model.checkpoint import weights_sha256
+    from attnxai.model.store.checkpoint import weights_sha256
     from attnxai.experiment import runs_header, same_weights, write_summary
     from attnxai.experiment.bookdata import recorded_weights
-    from attnxai.experiment.store import log_run
+    from attnxai.store.results import log_run
 
     saved = save(tiny, tmp_path / "tiny-0123456789abcdef")
     digest = weights_sha256(saved)
@@ -257,7 +257,7 @@ def test_summary_header_and_runs(tmp_path):
     import pandas as pd
 
     from attnxai.experiment import runs_header, write_summary
-    from attnxai.experiment.store import log_run
+    from attnxai.store.results import log_run
 
     assert runs_header(tmp_path) == []
     log_run(tmp_path, {"study": "s", "seconds": 12.4, "computed": 3, "skipped": 1, "jobs": 2})
@@ -293,7 +293,7 @@ def test_check_lime_corpus_finds_a_changed_value(quick_model, tmp_path, capsys):
     X.run_lime_corpus(out, reviews=2, bow="both", approximations=["paper", "limit"], **SMALL)
     assert check.main([str(out), "--reviews", "2"]) == 0
     assert "every value is the same, bit for bit" in capsys.readouterr().out
-    from attnxai.experiment import store
+    from attnxai.store import results as store
 
     part = sorted(out.glob("part-*.parquet"))[0]
     df = pd.read_parquet(part)

@@ -359,7 +359,7 @@ def test_keyboard_labels_announcements_and_copy(quick_model, explore_url, browse
     method, Tab and Enter switch to the table and copy the JSON; every control has a label; the
     status region (aria-live) announces the prediction and the strongest tokens as text; the
     model named is the cached one, with its weights' digest."""
-    from attnxai.model.checkpoint import describe
+    from attnxai.model.store.checkpoint import describe
 
     page = Explore(browser, explore_url)
     p = page.page

@@ -201,8 +201,8 @@ def test_rankings_sizes_and_ties():
     for n in (1, 3, 7, 10, 19, 255):
         assert F.rationale_sizes(n).tolist() == [int(q * n) for q in np.arange(0.1, 1.1, 0.1)]
     assert F.curve_sizes(20).tolist() == list(range(21))
-    assert F._aopc_sizes(3, 3) == [1, 2, 3]           # int(q*3) = 0,0,0,1,1,1,2,2,2,3
-    assert F._aopc_sizes(1, 10) == [1]                # one positive score: counted once
+    assert F.aopc_sizes(3, 3) == [1, 2, 3]           # int(q*3) = 0,0,0,1,1,1,2,2,2,3
+    assert F.aopc_sizes(1, 10) == [1]                # one positive score: counted once
     with pytest.raises(ValueError):
         F.ranking(s, "largest")
     with pytest.raises(ValueError):
@@ -602,7 +602,7 @@ def test_the_committed_studies_settings_are_still_recorded_word_for_word(quick_m
     """Each method's record now lives in its registry entry: a study of the committed run's
     methods records what that run recorded (book/data's header), so the folder resumes (only
     the model differs: the quick one here)."""
-    from attnxai.experiment import store
+    from attnxai.store import results as store
 
     for csv in ("faithfulness_summary.csv",):
         header = (ROOT / "book" / "data" / csv).read_text().splitlines()
@@ -610,7 +610,7 @@ def test_the_committed_studies_settings_are_still_recorded_word_for_word(quick_m
         study = XF.FaithfulnessStudy(profile="quick", reviews=1, methods=old["methods"],
                                      target=old["target"])
         new = study.settings()
-        differ = [k for k, v in new.items() if not store._same(old.get(k), v)]
+        differ = [k for k, v in new.items() if not store.same_value(old.get(k), v)]
         assert differ == ["profile", "model"]
 
 
@@ -696,7 +696,7 @@ def test_cli_faithfulness_records_the_run(quick_model, tmp_path, capsys):
     assert code == 0
     text = capsys.readouterr().out
     assert "2 reviews computed" in text and "alpha-avg" in text
-    from attnxai.experiment.store import runs as logged_runs
+    from attnxai.store.results import runs as logged_runs
 
     runs = logged_runs(out)                       # the one run log, with the command as given
     assert len(runs) == 1 and runs[0]["computed"] == 2 and "commit" in runs[0]

@@ -1,5 +1,5 @@
 """The low modules every writer, reader and runner shares: atomic writes (attnxai.store.files), the
-device parser (attnxai.model.devices), provenance and the cache's naming rule (attnxai.model.cache)."""
+device parser (attnxai.model.devices), provenance and the cache's naming rule (attnxai.model.store.cache)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from attnxai.model import cache, devices
+from attnxai.model import devices
+from attnxai.model.store import cache
 from attnxai import data
 from attnxai.store import files, provenance
 from attnxai.model.profiles import get_config

@@ -34,13 +34,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import attnxai
-from attnxai.model import checkpoint, trained
+from attnxai.model import trained
+from attnxai.model.store import checkpoint
 from attnxai import cli, fastlime, perturbation, theory
 from attnxai.budget import ENV as BUDGET_ENV
-from attnxai.model.cache import FORMAT_VERSION, cache_key
-from attnxai.model.checkpoint import MANIFEST, CheckpointError
+from attnxai.model.store.cache import FORMAT_VERSION, cache_key
+from attnxai.model.store.checkpoint import MANIFEST, CheckpointError
 from attnxai.errors import ClusterError, NotARegularFile, OverBudget, UserError
-from attnxai.experiment import store
+from attnxai.store import results as store
 from attnxai.experiment.runner import open_workers, run
 from attnxai.model.profiles import get_config
 from attnxai.theory import deletion_routes as dr

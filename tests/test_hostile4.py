@@ -22,13 +22,14 @@ import pytest
 from checkpoints import LABELLED_SHA, cached_folder, tiny_pretrained
 from hostile_kit import Squares, _one_line, holder, tiny_cli  # noqa: F401 - fixtures
 
-from attnxai.model import checkpoint, trained
+from attnxai.model import trained
+from attnxai.model.store import checkpoint
 from attnxai import cli
 from attnxai.store import files
 from attnxai.store import download as dl
-from attnxai.model.checkpoint import MANIFEST, CheckpointError
+from attnxai.model.store.checkpoint import MANIFEST, CheckpointError
 from attnxai.errors import NotARegularFile
-from attnxai.experiment import store
+from attnxai.store import results as store
 from attnxai.experiment.runner import run
 
 
@@ -258,8 +259,8 @@ def test_a_served_checkpoint_with_impossible_shapes_falls_back_to_training(
     from hubserver import TINY, Server, _synthetic
 
     from attnxai import Pretrained
-    from attnxai.model import hub
-    from attnxai.model.cache import cache_key
+    from attnxai.model.store import hub
+    from attnxai.model.store.cache import cache_key
 
     pre = tiny_pretrained()
     pre = Pretrained(pre.model, pre.vocab, {**pre.config, "train": TINY.to_dict()}, pre.metrics)
@@ -388,7 +389,7 @@ def test_a_download_stops_at_its_size_whatever_the_server_sends(hostile):
     import gzip
     import tracemalloc
 
-    from attnxai.model import hub
+    from attnxai.model.store import hub
 
     def forever(h):
         h.server_stop = hostile.stop
@@ -447,7 +448,7 @@ def test_every_network_wait_is_bounded(hostile, monkeypatch):
         dl.download(hostile.url + "/drip", io.BytesIO(), max_bytes=1000)
     with pytest.raises(dl.DownloadError, match="ReadTimeout"):
         dl.download(hostile.url + "/silent", io.BytesIO(), max_bytes=1000)
-    from attnxai.model import hub
+    from attnxai.model.store import hub
 
     with pytest.raises(hub.HubError, match="could not read the published index .* too slow"):
         hub.read_index(hostile.url + "/drip")                  # the index and the files alike
@@ -501,7 +502,7 @@ def test_credentials_in_the_models_url_are_never_shown_nor_stored(tmp_path, monk
     origin.json. Now they are used for the download and shown as ***."""
     from hubserver import publish_tiny
 
-    from attnxai.model.checkpoint import ORIGIN
+    from attnxai.model.store.checkpoint import ORIGIN
 
     publish_tiny(tmp_path, tiny_pretrained(seed=3))
     server = Hostile(tmp_path / "www")
@@ -538,7 +539,7 @@ def test_publishing_never_replaces_what_attnxai_did_not_write(tmp_path):
     `save` replaced a folder whose own config.json merely had the keys `arch` and `model`."""
     from hubserver import publish_tiny
 
-    from attnxai.model import hub
+    from attnxai.model.store import hub
 
     published = publish_tiny(tmp_path, tiny_pretrained(seed=3))      # the package's own: fine
     source = tmp_path / "src-cache" / "models" / published.name

@@ -1,5 +1,5 @@
 """The book's models, published and downloaded (issue 25): every test serves a tiny checkpoint
-(saved with attnxai.model.checkpoint.save, published with the package's own command) from an HTTP
+(saved with attnxai.model.store.checkpoint.save, published with the package's own command) from an HTTP
 server on 127.0.0.1 and downloads it into a fresh cache. Nothing reaches the internet, and no
 check depends on timing: the concurrent test is ordered by events (a request the server holds,
 a line the waiting process prints)."""
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from attnxai import cli, course
-from attnxai.model import hub, trained
+from attnxai.model import trained
+from attnxai.model.store import hub
 from attnxai.store import repository
-from attnxai.model.checkpoint import FILES, ORIGIN, load, save
+from attnxai.model.store.checkpoint import FILES, ORIGIN, load, save
 from attnxai.model.profiles import get_config
 from hubserver import TINY, Server, _synthetic, publish_tiny
 from checkpoints import (LABELLED_SHA, cached_folder, child_env, flip_byte, same_weights,
@@ -361,7 +362,7 @@ def test_publish_models_writes_the_folder_and_index_from_the_cache(tmp_path, mon
 
 # ---------------------------------------------------------------- the launch cell
 def test_course_start_uses_the_downloaded_paper_model_and_says_where_from(tmp_path, monkeypatch,
-                                                                          capsys):
+                                                                          capsys, session_settings):
     pre = tiny_pretrained(seed=6, profile="paper")
     publish_tiny(tmp_path, pre)
     server = Server(tmp_path / "www")
@@ -370,12 +371,12 @@ def test_course_start_uses_the_downloaded_paper_model_and_says_where_from(tmp_pa
         monkeypatch.setenv("ATTNXAI_MODELS_URL", server.url)
         monkeypatch.setenv("ATTNXAI_OFFLINE", "1")
         monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
-        monkeypatch.setenv(course.ENV_PROFILE, "")             # unset; restored afterwards
+        session_settings.use(profile=None)                      # no profile chosen
         assert course.start() == "quick"
         out = capsys.readouterr().out
         assert "FALLS BACK TO THE QUICK MODEL" in out and "ATTNXAI_OFFLINE=1 is set" in out
         monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
-        monkeypatch.setenv(course.ENV_PROFILE, "")
+        session_settings.use(profile=None)
         assert course.start() == "paper"
         out = capsys.readouterr().out
         assert f"downloaded from {server.url}paper-" in out and "and verified" in out

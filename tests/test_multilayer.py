@@ -154,7 +154,7 @@ def test_flip_output_layer_and_validation():
 
 
 def test_checkpoint_round_trip_float64_and_bf16(tmp_path):
-    from attnxai.model.checkpoint import MODEL_CLASSES, load, save
+    from attnxai.model.store.checkpoint import MODEL_CLASSES, load, save
 
     assert MODEL_CLASSES["MultiLayerClassifier"] is MultiLayerClassifier
     m = tiny_ml(n_layers=2, d_ff=6).float()

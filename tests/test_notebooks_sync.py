@@ -165,21 +165,29 @@ def test_strip_solutions_forms():
 
 
 def test_start_falls_back_to_quick_without_a_trained_paper_model(tmp_path, monkeypatch, capsys,
-                                                                 archive):
+                                                                 archive, session_settings):
+    """The fallback becomes the session's profile, passed on as a value (not through the
+    environment): what every later pretrained() and sized() of the session use."""
+    from attnxai.chapters.runconfig import profile, sized
+
     monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path))
     monkeypatch.delenv("ATTNXAI_PROFILE", raising=False)
+    session_settings.use(session_settings.from_environment())
+    assert profile() == "paper"
     assert course.start() == "quick"
-    assert os.environ["ATTNXAI_PROFILE"] == "quick"
+    assert session_settings.current().profile == "quick" and "ATTNXAI_PROFILE" not in os.environ
+    assert profile() == "quick" and sized(paper=10, quick=2) == 2
     assert "FALLS BACK TO THE QUICK MODEL" in capsys.readouterr().out
 
 
-def test_start_respects_an_explicit_profile(monkeypatch, capsys):
+def test_start_respects_an_explicit_profile(monkeypatch, capsys, session_settings):
     monkeypatch.setenv("ATTNXAI_PROFILE", "quick")
+    session_settings.use(session_settings.from_environment())
     assert course.start() == "quick"
     assert "ATTNXAI_PROFILE=quick is set" in capsys.readouterr().out
     monkeypatch.setenv("ATTNXAI_PROFILE", "nonsense")
-    with pytest.raises(ValueError):
-        course.start()
+    with pytest.raises(ValueError, match="ATTNXAI_PROFILE"):
+        session_settings.from_environment()
 
 
 def test_cli_notebooks_check_and_student(tmp_path):

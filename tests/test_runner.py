@@ -15,14 +15,15 @@ import pytest
 import torch
 
 from attnxai import AttentionClassifier, Pretrained, Vocab
-from attnxai.model import checkpoint
+from attnxai.model.store import checkpoint
 from attnxai import experiment as X
-from attnxai.model.checkpoint import MANIFEST, CheckpointError, save
+from attnxai.model.store.checkpoint import MANIFEST, CheckpointError, save
 from attnxai.cli import main as cli_main
-from attnxai.experiment import store, transport
+from attnxai.experiment import transport
+from attnxai.store import results as store
 from attnxai.experiment.runner import Study, chunked, parallel, run
 from attnxai.experiment.transport import ModelBundle, ModelRef
-from attnxai.model.cache import FORMAT_VERSION
+from attnxai.model.store.cache import FORMAT_VERSION
 from attnxai.model.devices import check_device
 from attnxai.model.interface import predict
 from attnxai.model.profiles import get_config

@@ -18,6 +18,7 @@ from attnxai.theory import ig_theorem
 from attnxai.theory import shapley_exhaustive as sx
 from attnxai.theory import shapley_symbolic as ss
 from attnxai.theory import shapley_values as sv
+from attnxai.theory import shapley_weights as sw
 from attnxai.theory.lime_inputs import resolve, tables
 
 
@@ -153,18 +154,18 @@ def test_trained_model_efficiency_on_a_long_review(quick_model64, imdb):
 # ---------------------------------------------------------------- weights and curves
 def test_weight_functions():
     for d in (1, 2, 7, 40):
-        w = sv.weight_functions(d) if d > 1 else None
+        w = sw.weight_functions(d) if d > 1 else None
         if w is None:
             with pytest.raises(ValueError):
-                sv.weight_functions(d)
+                sw.weight_functions(d)
             continue
         for name, (p, q) in w.items():
             assert q.sum() == pytest.approx(1.0) and np.all((p >= 0) & (p <= 1))
-    x, wq = sv.gauss_nodes(200)
-    assert float(wq @ sv.lime_weight(x)) == pytest.approx(1.0, rel=1e-6)
-    np.testing.assert_allclose(sv.lime_weight(x, math.inf), 6 * x * (1 - x), rtol=1e-9)
+    x, wq = sw.gauss_nodes(200)
+    assert float(wq @ sw.lime_weight(x)) == pytest.approx(1.0, rel=1e-6)
+    np.testing.assert_allclose(sw.lime_weight(x, math.inf), 6 * x * (1 - x), rtol=1e-9)
     with pytest.raises(ValueError):
-        sv.lime_weight([1.5])
+        sw.lime_weight([1.5])
     np.testing.assert_allclose(sv.size_weights(4), [0, 4 / 3, 1, 4 / 3, 1 / 4])
 
 
@@ -254,7 +255,7 @@ def test_autograd_agrees_with_ig_on_a_trained_model(quick_model64):
     base = ids.clone()
     base[:, 1:] = m.unk_id
     e, e0 = m.embed(ids).detach(), m.embed(base).detach()
-    x, w = sv.gauss_nodes(2 * ig.n_nodes)
+    x, w = sw.gauss_nodes(2 * ig.n_nodes)
     path = (e0 + torch.tensor(x)[:, None, None] * (e - e0)).requires_grad_(True)
     (g,) = torch.autograd.grad(m.forward_embeddings(path)[:, 1].sum(), path)
     ref = (torch.tensor(w) @ ((e - e0) * g).sum(-1))[1:].numpy()

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from attnxai import Pretrained
-from attnxai.model import checkpoint
-from attnxai.model.checkpoint import load, save
+from attnxai.model.store import checkpoint
+from attnxai.model.store.checkpoint import load, save
 from attnxai.data import IMDb
 from attnxai.model.profiles import get_config, recipe
 from attnxai.model.train import train
@@ -48,7 +48,7 @@ def test_checkpoint_round_trip(tiny_data, tmp_path):
     model, vocab, metrics = train(cfg, tiny_data, progress=False)
     conf = {"train": cfg.to_dict(), "model": model.config}
     path = save(Pretrained(model, vocab, conf, metrics), tmp_path / "ckpt")
-    assert sorted(p.name for p in path.iterdir()) == sorted((*checkpoint._FILES, checkpoint.MANIFEST))
+    assert sorted(p.name for p in path.iterdir()) == sorted((*checkpoint.CONTENT_FILES, checkpoint.MANIFEST))
     back = load(path)
     for (n, a), (_, b) in zip(model.state_dict().items(), back.model.state_dict().items()):
         assert torch.equal(a, b), n

@@ -76,7 +76,7 @@ def test_deploy_builds_with_the_readme_command_and_publishes_pages():
 
 def test_deploy_publishes_the_books_models_beside_the_site():
     """After `make book`, the cached models go to _build/html/models (the folder the package
-    downloads from: attnxai.model.hub), before the site is uploaded."""
+    downloads from: attnxai.model.store.hub), before the site is uploaded."""
     wf = _load("deploy.yml")
     steps = _steps(wf)
     names = [s.get("run", "") + s.get("uses", "") for s in steps]
@@ -86,7 +86,7 @@ def test_deploy_publishes_the_books_models_beside_the_site():
     assert build < publish < upload
     assert "--out _build/html/models" in names[publish]
     assert names[publish].split()[0] == ".venv/bin/python"
-    from attnxai.model.hub import INDEX
+    from attnxai.model.store.hub import INDEX
     from attnxai.store.repository import pages_url
 
     # readers look where the Pages site of the repository serves that folder

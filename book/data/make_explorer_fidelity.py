@@ -39,7 +39,7 @@ def main() -> None:
     import attnxai
     from attnxai import explorer
     from attnxai.experiment.bookdata import WEIGHTS_LABEL, write_summary
-    from attnxai.model.checkpoint import weights_sha256
+    from attnxai.model.store.checkpoint import weights_sha256
     from attnxai.store.provenance import code_label, loadavg
 
     t0, before = time.time(), loadavg()

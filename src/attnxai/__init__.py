@@ -11,22 +11,32 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
         faithfulness             the faithfulness study (chapter 7)
         lime_corpus | bookdata   the LIME corpus study | the committed summaries
         runner                   the one resumable runner (Study, run)
-        cluster | workers | transport | store
+        cluster | workers | transport
                                  a Dask cluster | this process, local processes | the model
-                                 shipped to workers | results folders
+                                 shipped to workers
     explorer                     (beside experiment) the book's explorer page: the tables it
                                  computes from, the model they hold, what the export changes
     explanation                  one text explained by any methods: explain(), Explanation
     registry                     the methods explain() can run, their settings, the document
-    theory/ | perturbation       closed forms (theory/__init__ lists its modules) | perturbation
-                                 metrics (AOPC, tau-LOO, curves)
+    theory/ | perturbation/      closed forms (theory/__init__ lists its modules; their compiled
+                                 loops in theory/lime_kernels/: binomial, chain | bernoulli,
+                                 arena; LIME for text's limit in theory/lime_text/: reference,
+                                 limits, sigma, law) | perturbation metrics (AOPC, tau-LOO,
+                                 curves)
+        perturbation/: symbolic, measures, perturber, rankings
+                                 the measures in SymPy, the measures, the perturbed documents'
+                                 probabilities, the rankings and inputs
     corpus                       corpus statistics of the explainers
     explainers | fastlime/       attention, gradients, G x I | LIME, exactly as lime, fast
     model/                       the model and its checkpoints:
         trained                  a profile's model: from the cache, downloaded, else trained
-        train | hub              the training loop, resumable | the book's published models
-        checkpoint               the checkpoint folder: format, save, load, verification
-        cache                    where trained models are kept: the one lookup rule
+        train | store/           the training loop, resumable | the store of trained models
+        model/store/: hub, checkpoint, folder | verify, manifest, cache
+                                 the book's published models, the checkpoint's API (save, load,
+                                 adopt), writing and reading its folder | checking its files,
+                                 its format and manifest, where trained models are kept (the
+                                 one lookup rule)
+        train_state              what a training carries between epochs, saved and resumed
         textmodel | profiles | symbolic | network
                                  Pretrained (model + vocabulary) | training configurations |
                                  the model in SymPy | its float64 projections
@@ -41,18 +51,26 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
     validate | chapters/ | threads
                                  one validator per input | the chapters' helpers | thread limits
         chapters/: agreement | faithfulness | limitstudy | toymodels, plots | tables,
-                   printforms | paper | prose | runconfig
+                   printforms | paper | prose | runconfig, latex_tables | latex_maths, page
                                  the committed studies of chapters 9, 7 and 6 | chapter 5's toy
                                  classifiers, figures | tables for readers, print forms of
                                  outputs | the paper's numbers | numbers for the chapters' prose |
-                                 the book's profile (ATTNXAI_PROFILE)
-    store/ | native | budget     what is written, downloaded, recorded | the numba decorator |
-                                 memory budgets
-        store/: files | download | provenance | repository
+                                 sample sizes for the session's profile, a table's LaTeX |
+                                 SymPy's broken over lines, the widths they fit
+    store/ | native | budget | shading
+                                 what is written, downloaded, recorded | the numba decorator |
+                                 memory budgets | tokens shaded by weight (Figure 1, HTML, LaTeX)
+        store/: results/, files | download | provenance | repository
+                                 the store of results (the studies' results folders) above
                                  atomic writes | bounded downloads | commit, version, host |
                                  the book's repository
+        store/results/: folder, parts, runlog, layout
+                                 the results folder (held, adopted, loaded), its parquet parts
+                                 (verified), its run log, the names of its files
     progress                     the one progress bar
-    errors | moved               the errors a user can fix | old import paths (a warning each)
+    errors | moved | settings    the errors a user can fix | old import paths (a warning each) |
+                                 the session's profile and seed (the one reader of
+                                 ATTNXAI_PROFILE and ATTNXAI_SEED)
 
 **One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
 :class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.
@@ -74,7 +92,7 @@ on it unchanged; the single-layer model also has float64 projections
 from . import moved
 from .data import load_imdb
 from .explanation import Explanation, explain
-from .model.checkpoint import load, save
+from .model.store.checkpoint import load, save
 from .model.interface import ClassifierBase
 from .model.single_layer import AttentionClassifier, Internals
 from .model.textmodel import Pretrained

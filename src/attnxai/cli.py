@@ -126,7 +126,7 @@ def _info_run(args: argparse.Namespace) -> int:
     """Offline: finds the cached model (or loads --path), verifies it, prints its key, the
     sha256 of its files, where it came from and its metrics; ``--published`` compares it with the
     book's published model (online)."""
-    from .model.checkpoint import describe, load
+    from .model.store.checkpoint import describe, load
     from .model.trained import pretrained
 
     if args.path is not None:
@@ -137,7 +137,7 @@ def _info_run(args: argparse.Namespace) -> int:
     out = describe(pre)
     same = True
     if args.published:
-        from .model.hub import compare_published
+        from .model.store.hub import compare_published
 
         same, out["published"] = compare_published(pre.path)
     print(json.dumps(out, indent=2))
@@ -160,8 +160,8 @@ def _publish_args(p: argparse.ArgumentParser) -> None:
 
 def _publish_run(args: argparse.Namespace) -> int:
     """Copies the cached models (verified) and writes the index the package downloads from."""
-    from .model.cache import candidates
-    from .model.hub import publish
+    from .model.store.cache import candidates
+    from .model.store.hub import publish
     from .model.profiles import get_config
 
     names = [s.strip() for s in args.profiles.split(",") if s.strip()]
@@ -197,8 +197,8 @@ def _adopt_run(args: argparse.Namespace) -> int:
     that makes unverifiable files verifiable, by trusting them (it says what it trusted)."""
     from pathlib import Path
 
-    from .model import checkpoint
-    from .experiment import store
+    from .model.store import checkpoint
+    from .store import results as store
 
     path = Path(args.path).expanduser()
     if (path / store.META).is_file():
@@ -306,7 +306,7 @@ def _faith_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .experiment.faithfulness import faithfulness_summary, run_faithfulness
-    from .experiment.store import load_results
+    from .store.results import load_results
     from .registry import parse_settings
 
     report = run_faithfulness(args.out, profile=args.profile, reviews=args.reviews,
@@ -348,7 +348,7 @@ def _shapley_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .experiment.shapley_corpus import agreement_table, run_shapley_corpus
-    from .experiment.store import load_results
+    from .store.results import load_results
     from .registry import parse_settings
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -532,7 +532,7 @@ def _layer_lime_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .experiment.beyond_one_layer import layer_summary, run_layer_lime
-    from .experiment.store import load_results
+    from .store.results import load_results
 
     report = run_layer_lime(args.out, profile=args.profile, reviews=args.reviews,
                             num_samples=args.num_samples, kernel_width=args.kernel_width,
@@ -580,7 +580,7 @@ def _training_runs(args: argparse.Namespace, runs, name: str) -> int:
 
     from .experiment import run
     from .experiment.beyond_one_layer import TrainingRuns
-    from .experiment.store import load_results
+    from .store.results import load_results
 
     report = run(TrainingRuns(runs, name=name, archive=args.archive), args.out, jobs=args.jobs,
                  progress=not args.no_progress, command=args.argv)

@@ -2,10 +2,10 @@
 
 * :func:`start` is what the first cell of every chapter calls (after installing attnxai when it
   is missing, e.g. on Colab): it picks the trained model the chapter will use and says which.
-  An explicit ``ATTNXAI_PROFILE`` wins; otherwise the paper's model if it is in the cache or
-  the book's published one can be downloaded (seconds), else the quick model (trained in about a
-  minute), announced as such, so that a chapter launched on a fresh machine runs in minutes
-  instead of training for ten.
+  A profile chosen at the entry point (``ATTNXAI_PROFILE``, :mod:`attnxai.settings`) wins;
+  otherwise the paper's model if it is in the cache or the book's published one can be
+  downloaded (seconds), else the quick model (trained in about a minute), announced as such, so
+  that a chapter launched on a fresh machine runs in minutes instead of training for ten.
 * :func:`chapter_notebook` turns a chapter (jupytext MyST Markdown) into a Jupyter notebook without
   outputs: the ``notebooks/*.ipynb`` that Colab and the download menu open
   (``tests/test_notebooks_sync.py`` checks they match the ``.md``); ``student=True`` removes the
@@ -20,10 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .chapters import runconfig
+from . import settings
 from .store.files import atomic_write
-
-ENV_PROFILE = "ATTNXAI_PROFILE"
 
 # ---------------------------------------------------------------- the launch cell
 #: The first code cell of every chapter when the book names its repository (``{url}``, see
@@ -54,23 +52,24 @@ LAUNCH_MARKER = "# Launch cell:"
 def start(*, verbose: bool = True) -> str:
     """Choose the profile a chapter runs on, say which, and return it ("paper" or "quick").
 
-    ``ATTNXAI_PROFILE`` set: that profile. Unset: "paper" if the paper's model is in the cache
-    (``attnxai.data.cache_dir()``) or the book's published one can be downloaded (verified,
-    :mod:`attnxai.model.hub`; it says where it came from), else "quick", which is then set in
-    ``os.environ`` so that every later ``attnxai.pretrained()`` and ``sized()`` of the session use
-    it (the message says why the download was not possible and how to turn it on). Nothing is
+    A profile chosen (``ATTNXAI_PROFILE``, read once by :func:`attnxai.settings.current`): that
+    profile. None: "paper" if the paper's model is in the cache (``attnxai.data.cache_dir()``) or
+    the book's published one can be downloaded (verified, :mod:`attnxai.model.store.hub`; it says where
+    it came from), else "quick", which becomes the session's profile (:func:`attnxai.settings.use`)
+    so that every later ``attnxai.pretrained()`` and ``sized()`` of the session use it (the message
+    says why the download was not possible and how to turn it on). Nothing is
     trained here; the chapter's own ``attnxai.pretrained()`` trains the quick model if needed
     (about a minute on two cores).
     """
     from . import __version__
-    from .model.checkpoint import origin
+    from .model.store.checkpoint import origin
     from .model.trained import ModelNotCached, pretrained
     from .data import cache_dir
 
-    explicit = os.environ.get(ENV_PROFILE)
-    if explicit:
-        chosen = runconfig.profile()        # validates the value
-        why = f"{ENV_PROFILE}={chosen} is set"
+    explicit = settings.current().profile
+    if explicit is not None:
+        chosen = explicit
+        why = f"{settings.ENV_PROFILE}={chosen} is set"
     else:
         try:
             pre = pretrained("paper", train_if_missing=False, progress=verbose)
@@ -81,8 +80,7 @@ def start(*, verbose: bool = True) -> str:
                 f"{str(came.get('downloaded', '?'))[:10]} and verified; `python -m attnxai info` "
                 "shows its key and the sha256 of its files")
         except ModelNotCached as exc:
-            chosen = "quick"
-            os.environ[ENV_PROFILE] = chosen
+            chosen = settings.use(profile="quick").profile
             why = ("no trained paper model in this cache and the book's was not downloaded "
                    f"({exc.reason}), so this session FALLS BACK TO THE QUICK MODEL (trained in "
                    "about a minute, small samples): its numbers differ from the book's. For the "

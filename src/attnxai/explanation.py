@@ -41,6 +41,7 @@ import torch
 
 from . import validate
 from .progress import bar as progress_bar
+from .shading import explanations_html, figure1_page
 from .registry import DEFAULT_SEED, METHODS, PAPER_METHODS, SHARED, Document
 from .text import (DroppedCharactersWarning, TruncationWarning, dropped_characters,
                    normalize_for_lime, tokenize)
@@ -159,10 +160,8 @@ class Explanation:
 
     def to_html(self, *, page: bool = True) -> str:
         """The paper's Figure 1 for this text, one shaded row per method
-        (:func:`attnxai.chapters.plots.figure1_page`: a complete offline HTML page; ``page=False``: the rows
-        alone, :func:`attnxai.chapters.plots.explanations_html`, for a notebook)."""
-        from .chapters.plots import figure1_page
-
+        (:func:`attnxai.shading.figure1_page`: a complete offline HTML page; ``page=False``: the
+        rows alone, :func:`attnxai.shading.explanations_html`, for a notebook)."""
         if not page:
             return str(self._shading())
         p = self.probability
@@ -182,9 +181,7 @@ class Explanation:
                             subtitle=sub, notes=notes)
 
     def _shading(self):
-        """The rows with the book's colour key (attnxai.chapters.plots.explanations_html)."""
-        from .chapters.plots import explanations_html
-
+        """The rows with the book's colour key (attnxai.shading.explanations_html)."""
         towards = '"positive"' if self.target == 1 else f"class {self.target}"
         return explanations_html(self.tokens, self.token_scores, towards=towards,
                                  score=f"each explainer's weight of the token for logit {self.target}")

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from .explanation import Explanation, explain
-from .model.checkpoint import describe
+from .model.store.checkpoint import describe
 from .model.network import Projections
 from .model.single_layer import AttentionClassifier
 from .model.textmodel import Pretrained

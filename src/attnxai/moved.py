@@ -17,7 +17,7 @@ __all__ = ["MOVED", "install"]
 
 #: Old module path -> new module path.
 MOVED = {
-    "attnxai.checkpoint": "attnxai.model.checkpoint",
+    "attnxai.checkpoint": "attnxai.model.store.checkpoint",
     "attnxai.experiment.multilayer": "attnxai.experiment.beyond_one_layer",
     "attnxai.faithfulness": "attnxai.perturbation",
     "attnxai.interface": "attnxai.model.interface",

@@ -399,7 +399,7 @@ class Explorer {
     return s;
   }
 
-  /** The tokens shaded by the book's colour key (attnxai.chapters.plots.token_html). */
+  /** The tokens shaded by the book's colour key (attnxai.shading.token_html). */
   shading(doc, res, label) {
     const w = res.scores[label];
     let top = 0;

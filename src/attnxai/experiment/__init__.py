@@ -6,8 +6,8 @@
   with :mod:`~attnxai.experiment.workers` (this process, local processes),
   :mod:`~attnxai.experiment.cluster` (a Dask cluster) and
   :mod:`~attnxai.experiment.transport` (the model shipped to the workers, verified).
-* :mod:`~attnxai.experiment.store`: the results folders (parquet parts, ``_meta.json``,
-  ``_runs.jsonl``).
+* The results folders (parquet parts, ``_meta.json``, ``_runs.jsonl``) are the store of results,
+  :mod:`attnxai.store.results`.
 * :func:`book_data`: the committed summaries the chapters read; :func:`write_summary` and
   :func:`runs_header` write them (the scripts in ``book/data``); :func:`provenance` lists where
   each comes from (the reproducibility page).
@@ -21,7 +21,7 @@ from .lime_corpus import (COLUMNS, ORDER_SEED, LimeCorpus, LimeStudySettings,
                           approximation_columns, approximation_names, full_length_reviews,
                           lime_row, lime_seed, lime_summary, review_order, run_lime_corpus)
 from .runner import RunReport, Study, run
-from .store import load_results
+from ..store.results import load_results
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeStudySettings", "ModelRef", "RunReport", "Study",

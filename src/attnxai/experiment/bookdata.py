@@ -98,7 +98,7 @@ def runs_header(folder: str | os.PathLike, unit: str = "reviews") -> list[str]:
     (the ``attnxai`` commands' own log then): its runs are read instead of the runner's lines of
     that time, which recorded no command (the same runs, told twice)."""
     from ..store.provenance import code_label
-    from .store import runs
+    from ..store.results import runs
 
     folder = Path(folder)
     legacy = folder / "_runs.json"
@@ -142,7 +142,7 @@ WEIGHTS_LABEL = "weights sha256"
 
 
 def recorded_weights(path: str | os.PathLike) -> set[str]:
-    """The weights' digests (:func:`attnxai.model.checkpoint.weights_sha256`) that the runs behind a
+    """The weights' digests (:func:`attnxai.model.store.checkpoint.weights_sha256`) that the runs behind a
     committed summary recorded in its header; empty for runs made before digests were recorded."""
     pattern = re.compile(re.escape(WEIGHTS_LABEL) + r" ([0-9a-f]{64})")
     return {m.group(1) for line in header_lines(path) for m in pattern.finditer(line)}
@@ -153,7 +153,7 @@ def same_weights(pre: Any, path: str | os.PathLike) -> bool:
     (a Pretrained loaded from a checkpoint folder): only then can a chapter check the committed
     rows against a live rerun. Another machine trains other weights under the same model key
     (book/reproducibility.md), so the key alone does not tell."""
-    from ..model.checkpoint import weights_sha256
+    from ..model.store.checkpoint import weights_sha256
 
     recorded = recorded_weights(path)
     return bool(recorded) and getattr(pre, "path", None) is not None \

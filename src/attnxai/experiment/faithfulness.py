@@ -22,7 +22,7 @@ areas, evaluated again only for the methods whose scores tie (the word-level one
 and the deletion game values, give every occurrence of a word its word's score) and copied for
 the others, whose rankings do not depend on the tie order.
 
-**Output.** A results folder (parquet parts and ``_meta.json``, :mod:`~attnxai.experiment.store`),
+**Output.** A results folder (parquet parts and ``_meta.json``, :mod:`~attnxai.store.results`),
 one row per review: see :data:`COLUMNS`, then ``{method}__{perturbation}__{selection}__{metric}``
 for ``comprehensiveness``, ``sufficiency``, ``deletion_auc``, ``insertion_auc``, ``n_rationales``,
 ``deletion_curve``, ``insertion_curve`` (lists at :data:`attnxai.perturbation.CURVE_FRACTIONS`),

@@ -15,7 +15,7 @@ mean) and Spearman correlation. lime's own run-to-run spread is recorded next to
 distance of the repeats to their mean), since no approximation can be expected to agree with lime
 better than lime agrees with itself.
 
-**Output.** A folder of parquet parts and ``_meta.json`` (:mod:`~attnxai.experiment.store`). One
+**Output.** A folder of parquet parts and ``_meta.json`` (:mod:`~attnxai.store.results`). One
 row per (review, bow): see :data:`COLUMNS`; per approximation ``name``: ``name__coef``,
 ``name__err2``, ``name__relerr``, ``name__spearman`` (and ``name__error``, the message if it
 raised). :func:`attnxai.experiment.load_results` reads the folder, :func:`lime_summary` gives the
@@ -39,7 +39,7 @@ from .. import validate
 from ..fastlime import check_mask_string, check_memory, explain_repeats
 from ..theory.approximations import APPROXIMATIONS, Approximation
 from ..threads import single_threaded
-from . import store
+from ..store import results as store
 from .runner import RunReport, Study, chunked, parallel, run, study_model, study_test_set
 from .transport import ModelRef
 
@@ -209,7 +209,7 @@ def lime_row(pre: Any, text: str, *, bow: bool, seeds: Sequence[int], num_sample
 # ---------------------------------------------------------------- worker side
 @functools.lru_cache(maxsize=4)
 def _load(model_path: str):
-    from ..model.checkpoint import load
+    from ..model.store.checkpoint import load
 
     return load(model_path)
 

@@ -3,7 +3,7 @@
 A :class:`Study` says what to compute (its settings, the work items, how a worker computes a chunk
 of them, the model its workers need); :func:`run` does the rest, the same way for every study:
 validate, hold the results folder (its lock: one writer at a time; the settings compared with
-the folder's and recorded before the first row, :func:`~attnxai.experiment.store.hold`), plan only
+the folder's and recorded before the first row, :func:`~attnxai.store.results.hold`), plan only
 the items not done yet (every part already there verified against its checksum), ship
 the study's model to the workers (:mod:`~attnxai.experiment.transport`), run chunks in this
 process, in local worker processes (``jobs``) or on a Dask cluster (``scheduler``;
@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import validate
-from ..model.checkpoint import weights_sha256
-from . import store
+from ..model.store.checkpoint import weights_sha256
+from ..store import results as store
 from .transport import ModelBundle, ModelRef
 from .workers import InProcess, LocalPool, Workers
 
@@ -205,7 +205,7 @@ def run(study: Study, out: str | os.PathLike, *, jobs: int = 1, scheduler: str |
     for the folder's run log (the ``attnxai`` commands pass theirs; ``None``: none recorded).
 
     Every finished run appends one line to the folder's run log (``_runs.jsonl``,
-    :func:`~attnxai.experiment.store.log_run`): the command, the code (git commit, and whether
+    :func:`~attnxai.store.results.log_run`): the command, the code (git commit, and whether
     tracked files differed from it, read when the run started), when it started, its wall time,
     the rows computed and skipped, the workers, the model's digest and the load average before
     and after. The book's summary scripts write their headers from it

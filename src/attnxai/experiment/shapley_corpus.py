@@ -20,7 +20,7 @@ settings, e.g. ``{"Shapley (delete)": {"positions": "sampled"}}`` for the certif
 deletion with repeated words (:mod:`attnxai.theory.deletion_routes`); the results folder records
 them (``"method settings"``), so a folder is never resumed under other settings.
 
-**Output.** A results folder (parquet parts, :mod:`~attnxai.experiment.store`), one row per
+**Output.** A results folder (parquet parts, :mod:`~attnxai.store.results`), one row per
 (review, mode): :data:`COLUMNS`, then ``{metric}__{a}__{b}`` for every pair (``a`` before ``b`` in
 :data:`COMPARED`' order) and ``seconds__{group}``. :func:`agreement_table` gives the book's table
 (means with percentile bootstrap intervals over reviews, and paired differences).

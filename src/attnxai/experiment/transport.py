@@ -2,7 +2,7 @@
 
 **The model.** A study names the checkpoint its tasks use (:meth:`Study.model
 <attnxai.experiment.runner.Study.model>`). The runner reads the checkpoint folder once, verified
-as :func:`attnxai.model.checkpoint.load` verifies it, into a :class:`ModelBundle`: the bytes of
+as :func:`attnxai.model.store.checkpoint.load` verifies it, into a :class:`ModelBundle`: the bytes of
 ``model.safetensors``, ``config.json``, ``vocab.json``, ``metrics.json`` and ``manifest.json``
 (the sha256 and size of each file, the vocabulary size and the config hash). Its handle, a
 :class:`ModelRef` (the folder's name and the sha256 of the manifest, a few hundred bytes), is
@@ -10,8 +10,8 @@ what a task carries instead of a path. Before the tasks run, the runner installs
 in every worker process (:func:`install`: in a local worker's start-up, or through a Dask worker
 plugin that the scheduler also gives to workers that join, or restart, later). The worker checks
 the manifest against the handle's sha256, every file against the manifest, and the pieces
-against each other (:func:`attnxai.model.checkpoint.from_files`); a copy damaged on the way raises
-:class:`~attnxai.model.checkpoint.CheckpointError` naming the file and the worker. A task then gets
+against each other (:func:`attnxai.model.store.checkpoint.from_files`); a copy damaged on the way raises
+:class:`~attnxai.model.store.checkpoint.CheckpointError` naming the file and the worker. A task then gets
 the model with ``ref.load()``: the verified copy in its own process, loaded once.
 
 **The reviews** travel by content, inside the work items (a few kB of text per review): a
@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from ..model.checkpoint import MANIFEST, CheckpointError, checkpoint_files, from_files
+from ..model.store.checkpoint import MANIFEST, CheckpointError, checkpoint_files, from_files
 from ..model.devices import check_device
 from ..store.files import sha256 as _sha256
 from ..model.textmodel import Pretrained

@@ -21,8 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .. import validate
-from ..chapters.runconfig import seed_override
+from .. import settings, validate
 
 __all__ = ["EXTRA_DEFAULTS", "FAST", "PROFILES", "TrainConfig", "authors_recipe", "get_config",
            "recipe"]
@@ -170,14 +169,15 @@ def authors_recipe(profile: str | TrainConfig) -> TrainConfig:
 
 def get_config(profile: str | TrainConfig, **overrides: Any) -> TrainConfig:
     """The configuration of ``profile`` (a name of :data:`PROFILES` or a TrainConfig), with
-    ``overrides`` replaced; ``ValueError`` for an unknown name. A named profile takes its seed
-    from ``ATTNXAI_SEED`` when that is set (:func:`attnxai.chapters.runconfig.seed_override`) and
-    ``overrides`` names none: how the book is built on a model of other weights."""
+    ``overrides`` replaced; ``ValueError`` for an unknown name. A named profile takes the session's
+    seed (:attr:`attnxai.settings.RunSettings.seed`, from ``ATTNXAI_SEED`` at the entry point)
+    when it has one and ``overrides`` names none: how the book is built on a model of other
+    weights."""
     if isinstance(profile, TrainConfig):
         return replace(profile, **overrides)
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
-    seed = seed_override()
+    seed = settings.current().seed
     if seed is not None:
         overrides = {"seed": seed, **overrides}
     return replace(PROFILES[profile], **overrides)

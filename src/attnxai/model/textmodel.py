@@ -3,8 +3,8 @@
 This is the type every explainer of text takes (the fast LIME, the closed forms,
 :func:`attnxai.explain`). It holds the model, the vocabulary, the training configuration and metrics, and the checkpoint
 folder it was loaded from (``path``); it knows nothing of training, files or caches: those are
-:mod:`attnxai.model.train`, :mod:`attnxai.model.checkpoint` (the folder format, verified) and
-:mod:`attnxai.model.cache` (the trained models kept per profile).
+:mod:`attnxai.model.train`, :mod:`attnxai.model.store.checkpoint` (the folder format, verified) and
+:mod:`attnxai.model.store.cache` (the trained models kept per profile).
 """
 
 from __future__ import annotations

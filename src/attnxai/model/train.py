@@ -1,12 +1,13 @@
 """The training loop (AdamW or lazy AdamW, best validation checkpoint, JSON metrics), resumable
 epoch by epoch.
 
-:func:`train` runs a configuration of :mod:`attnxai.model.profiles` in steps: the data split is encoded
-(:func:`encode_split`), the model, optimiser, schedule and batch generator are made
-(:func:`start`), restored from a saved state if one matches (:func:`resume`), trained one epoch
-at a time (:func:`train_epoch`: :func:`batch_loss` on each batch, backward, the optimiser's
-step; then validation), saved after every epoch when a ``state_dir`` is
-given (:func:`save_state`), and finished on the best validation weights (:func:`final_metrics`).
+:func:`train` runs a configuration of :mod:`attnxai.model.profiles` in steps: the data split is
+encoded (:func:`encode_split`), the model, optimiser, schedule and batch generator are made
+(:func:`start`), restored from a saved state if one matches
+(:func:`attnxai.model.train_state.resume`), trained one epoch at a time (:func:`train_epoch`:
+:func:`batch_loss` on each batch, backward, the optimiser's step; then validation), saved after
+every epoch when a ``state_dir`` is given (:func:`attnxai.model.train_state.save_state`), and
+finished on the best validation weights (:func:`final_metrics`).
 ``on_epoch(epoch)`` is called after each epoch (and after its state is saved): tests interrupt a
 training there, a caller can report progress.
 
@@ -20,11 +21,9 @@ from __future__ import annotations
 
 import copy
 from contextlib import nullcontext
-import hashlib
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,6 @@ import torch
 
 from ..data import IMDb, Review, load_imdb
 from .devices import check_device
-from ..store.files import atomic_write
 from .interface import ClassifierBase, predict
 from ..progress import bar as progress_bar
 from ..progress import write as progress_write
@@ -44,11 +42,11 @@ from .profiles import TrainConfig, recipe
 from ..store.provenance import cpu, loadavg, source_state, weights_sha256
 from ..text import Vocab, tokenize
 from ..threads import single_threaded
+from .train_state import TrainState, resume, save_state
 
-__all__ = ["EncodedSplit", "TrainState", "accuracy", "batch_loss", "bucketed_batches", "build_model",
-           "encode_reviews", "encode_split", "final_metrics", "fingerprint", "load_state", "lr_factor",
-           "padded_train_ids", "resume",
-           "save_state", "start", "train", "train_epoch"]
+__all__ = ["EncodedSplit", "accuracy", "batch_loss", "bucketed_batches", "build_model",
+           "encode_reviews", "encode_split", "final_metrics", "fingerprint", "lr_factor",
+           "padded_train_ids", "start", "train", "train_epoch"]
 
 
 def encode_reviews(reviews: list[Review], vocab: Vocab, max_len: int) -> list[list[int]]:
@@ -134,25 +132,6 @@ def encode_split(config: TrainConfig, data: IMDb) -> EncodedSplit:
     return EncodedSplit(vocab=vocab,
                         ids={k: encode_reviews(rs, vocab, config.max_len) for k, rs in parts.items()},
                         labels={k: [r.label for r in rs] for k, rs in parts.items()})
-
-
-@dataclass
-class TrainState:
-    """Everything a training carries from one epoch to the next (what :func:`save_state`
-    writes): ``epoch`` epochs are done; ``best`` is the best validation accuracy so far and
-    ``best_state`` its weights."""
-
-    model: ClassifierBase
-    opt: torch.optim.Optimizer
-    sched: torch.optim.lr_scheduler.LRScheduler | None
-    gen: torch.Generator
-    epoch: int = 0
-    history: list[dict[str, Any]] = field(default_factory=list)
-    best: float = -1.0
-    best_state: dict[str, torch.Tensor] | None = None
-    timing: dict[str, Any] = field(default_factory=lambda: {
-        "train_seconds": 0.0, "valid_seconds": 0.0, "resumed_at": []})
-    padded: tuple[torch.Tensor, torch.Tensor] | None = None   # see padded_train_ids
 
 
 def start(config: TrainConfig, split: EncodedSplit, device: torch.device) -> TrainState:
@@ -398,87 +377,3 @@ def _train(config: TrainConfig, data: IMDb | None, *, progress: bool,
             on_epoch(state.epoch)
     metrics = final_metrics(state, config, split, device, started)
     return state.model.cpu(), split.vocab, metrics
-
-
-# ---------------------------------------------------------------------- resumable state
-_STATE_TENSORS = "state.safetensors"
-_STATE_JSON = "state.json"
-
-
-def save_state(folder: str | Path, state: TrainState, config: TrainConfig) -> None:
-    """The training state after ``state.epoch`` epochs (safetensors + JSON, each written
-    atomically; the JSON, written last, records the sha256 of the tensors). The schedule is saved
-    through its public ``state_dict``."""
-    from safetensors.torch import save as save_safetensors
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    tensors = {f"model.{k}": v.detach().cpu().contiguous()
-               for k, v in state.model.state_dict().items()}
-    if state.best_state is not None:
-        tensors.update({f"best.{k}": v.detach().cpu().contiguous()
-                        for k, v in state.best_state.items()})
-    osd = state.opt.state_dict()
-    for idx, st in osd["state"].items():
-        for name, v in st.items():
-            tensors[f"opt.{idx}.{name}"] = torch.as_tensor(v).detach().cpu().contiguous()
-    tensors["rng.gen"] = state.gen.get_state()
-    tensors["rng.torch"] = torch.get_rng_state()
-    blob = save_safetensors(tensors)
-    meta = {"config": config.to_dict(), "epoch": state.epoch, "history": state.history,
-            "best": state.best, "has_best": state.best_state is not None,
-            "param_groups": osd["param_groups"],
-            "sched": None if state.sched is None else state.sched.state_dict(),
-            "timing": state.timing, "sha256": hashlib.sha256(blob).hexdigest()}
-    atomic_write(folder / _STATE_TENSORS, blob)
-    atomic_write(folder / _STATE_JSON, json.dumps(meta))
-
-
-def load_state(folder: str | Path, config: TrainConfig) -> tuple[dict, dict] | None:
-    """(meta, tensors) of a saved state of ``config``'s training, or None (no state, another
-    config, or files that do not match)."""
-    from safetensors.torch import load as load_safetensors
-
-    from ..budget import budget
-    from ..store.files import read_json, read_small_file
-
-    folder = Path(folder)
-    try:        # never waits on a FIFO nor reads a device without end (then: no state, retrain)
-        meta = read_json(folder / _STATE_JSON)
-        blob = read_small_file(folder / _STATE_TENSORS, budget()[0])
-    except (OSError, ValueError):
-        return None
-    if meta.get("config") != json.loads(json.dumps(config.to_dict())) or \
-            hashlib.sha256(blob).hexdigest() != meta.get("sha256"):
-        return None
-    return meta, load_safetensors(blob)
-
-
-def resume(state: TrainState, config: TrainConfig, folder: str | Path,
-           device: torch.device) -> bool:
-    """Restore ``state`` from the state saved in ``folder`` for ``config`` (weights, best weights,
-    optimiser, schedule through ``load_state_dict``, both random generators, history); False,
-    with ``state`` untouched, when there is none."""
-    saved = load_state(folder, config)
-    if saved is None:
-        return False
-    meta, tensors = saved
-    state.model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
-    if meta["has_best"]:
-        state.best_state = {k[5:]: v for k, v in tensors.items() if k.startswith("best.")}
-    osd = {"state": {}, "param_groups": meta["param_groups"]}
-    for k, v in tensors.items():
-        if k.startswith("opt."):
-            _, idx, name = k.split(".", 2)
-            osd["state"].setdefault(int(idx), {})[name] = v.to(device) if name != "step" else v
-    for g in osd["param_groups"]:
-        g["betas"] = tuple(g["betas"])
-    state.opt.load_state_dict(osd)
-    if state.sched is not None:
-        state.sched.load_state_dict(meta["sched"])
-    state.gen.set_state(tensors["rng.gen"])
-    torch.set_rng_state(tensors["rng.torch"])
-    state.history, state.best, state.epoch = meta["history"], meta["best"], meta["epoch"]
-    state.timing = meta["timing"]
-    state.timing["resumed_at"].append(state.epoch)
-    return True

@@ -1,6 +1,6 @@
-"""A profile's trained model: :func:`pretrained` finds it in the cache (:mod:`attnxai.model.cache`),
-loads and verifies it (:mod:`attnxai.model.checkpoint`); when it is missing, downloads the book's
-published model of the same cache key (:mod:`attnxai.model.hub`: verified, unless offline or no
+"""A profile's trained model: :func:`pretrained` finds it in the cache (:mod:`attnxai.model.store.cache`),
+loads and verifies it (:mod:`attnxai.model.store.checkpoint`); when it is missing, downloads the book's
+published model of the same cache key (:mod:`attnxai.model.store.hub`: verified, unless offline or no
 published location is configured), and only then trains and saves it (:mod:`attnxai.model.train`),
 saying why at each step.
 
@@ -22,14 +22,14 @@ from pathlib import Path
 import torch
 from filelock import Timeout
 
-from .cache import FORMAT_VERSION, candidates, folder_name, rebuild_hint
-from .checkpoint import CheckpointError, load, save
+from .store.cache import FORMAT_VERSION, candidates, folder_name, rebuild_hint
+from .store.checkpoint import CheckpointError, load, save
 from ..data import CacheError, check_writable, load_imdb
 from .devices import check_device
 from ..store.files import WAIT_SECONDS, writer_lock
-from .hub import HubError, fetch
+from .store.hub import HubError, fetch
 from .profiles import TrainConfig, get_config
-from ..chapters.runconfig import profile as book_profile
+from .. import settings
 from .textmodel import Pretrained
 from .train import train
 
@@ -64,12 +64,13 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
                wait_seconds: float = WAIT_SECONDS) -> Pretrained:
     """The model trained with ``profile`` ("paper", "quick", another name of
     :data:`attnxai.model.profiles.PROFILES`, or a TrainConfig), from the cache, training it first if
-    needed. ``profile=None`` reads ``ATTNXAI_PROFILE`` (default "paper"): this is how the test
-    build of the book runs every chapter on the quick model.
+    needed. ``profile=None`` is the session's profile (:func:`attnxai.settings.current`: the one
+    ``course.start`` chose, or ``ATTNXAI_PROFILE`` read at the entry point; default "paper"): this
+    is how the test build of the book runs every chapter on the quick model.
 
     The lookup, in this order: the cache (found and loaded without reading the IMDb archive's
-    reviews and without the network, :func:`attnxai.model.cache.candidates`); then, with ``download``,
-    the book's published model of the same cache key (:func:`attnxai.model.hub.fetch`: nothing when
+    reviews and without the network, :func:`attnxai.model.store.cache.candidates`); then, with ``download``,
+    the book's published model of the same cache key (:func:`attnxai.model.store.hub.fetch`: nothing when
     ``ATTNXAI_OFFLINE=1`` or no published location is configured; verified against the index
     and its manifest before it enters the cache); then training, which alone needs the data
     (downloaded if no archive is given). ``train_if_missing=False`` raises
@@ -77,10 +78,10 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     each step says why it is taken. ``device``: where a training runs
     (:func:`attnxai.model.devices.check_device`, checked first); the model returned is on the CPU.
     ``wait_seconds``: how long to wait for another process that is training the same model
-    (then :class:`~attnxai.model.checkpoint.CheckpointError`, naming its lock)."""
+    (then :class:`~attnxai.model.store.checkpoint.CheckpointError`, naming its lock)."""
     device = check_device(device)
     on = {} if device.type == "cpu" else {"device": device}     # train()'s default is the CPU
-    config = get_config(profile or book_profile())
+    config = get_config(profile or settings.current().book_profile)
     found = candidates(config, archive)
     for folder, _ in found:
         if folder.is_dir():

@@ -1,5 +1,5 @@
 """Downloading, with every wait bounded and every byte counted: the one place the package reads
-the network (the book's published models, :mod:`attnxai.model.hub`; the IMDb archive,
+the network (the book's published models, :mod:`attnxai.model.store.hub`; the IMDb archive,
 :mod:`attnxai.data`).
 
 :func:`download` streams one URL into a file object and stops, raising :class:`DownloadError`,

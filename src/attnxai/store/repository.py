@@ -2,7 +2,7 @@
 
 The chapters' launch cells install attnxai from :func:`configured_url` (through
 :func:`attnxai.course.repository_url`); the trained models the site publishes are looked for at
-the GitHub Pages site of :func:`book_repository` (:mod:`attnxai.model.hub`), which is, in order:
+the GitHub Pages site of :func:`book_repository` (:mod:`attnxai.model.store.hub`), which is, in order:
 
 1. ``$ATTNXAI_REPOSITORY`` (``owner/name``, as the book's Sphinx extension reads it);
 2. _config.yml's ``repository.url`` when attnxai runs from a source checkout (``make book``,

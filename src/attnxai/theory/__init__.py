@@ -1,12 +1,14 @@
 """Closed forms from the paper (and beyond it), each checked against the package's explainers.
 
 :mod:`~attnxai.theory.gradient_theorem` (Section 4; ``theory.gradient_closed_form(model, ids)``),
-:mod:`~attnxai.theory.lime_text` (LIME's large-sample limit for any text model, Section 5),
+:mod:`~attnxai.theory.lime_text` (LIME's large-sample limit for any text model, Section 5: the
+kernel and removal law, Sigma, the limits and their references, one module each),
 :mod:`~attnxai.theory.lime_attention` (LIME on the attention classifier: the paper's formula and
 this book's limit; built from :mod:`~attnxai.theory.lime_inputs`,
 :mod:`~attnxai.theory.lime_formula`, :mod:`~attnxai.theory.lime_quadrature`,
 :mod:`~attnxai.theory.lime_chain`, :mod:`~attnxai.theory.lime_independent`,
-:mod:`~attnxai.theory.lime_binomial`, :mod:`~attnxai.theory.lime_kernels` and
+:mod:`~attnxai.theory.lime_binomial`, :mod:`~attnxai.theory.lime_kernels` (their compiled
+loops, one kernel family per module) and
 :mod:`~attnxai.theory.lime_symbolic`; :mod:`~attnxai.theory.lime_exhaustive` computes the limit by
 brute force on short documents and maps where the closed forms hold),
 :mod:`~attnxai.theory.approximations` (the table the corpus experiment compares with LIME);
@@ -15,7 +17,8 @@ exact route; :mod:`~attnxai.theory.deletion_sampled`, the certified one;
 :mod:`~attnxai.theory.deletion_routes` chooses; ``theory.deletion_game(pre, text, "shapley")``
 says which route ran and its error);
 beyond the paper (chapter 9): :mod:`~attnxai.theory.shapley_values` (Shapley and Banzhaf values of the
-words, ``theory.shapley(pre, text, bow=...)``, ``theory.banzhaf``, the curves ``delta_j(p)``),
+words, ``theory.shapley(pre, text, bow=...)``, ``theory.banzhaf``, the curves ``delta_j(p)``;
+their weightings of ``p`` in :mod:`~attnxai.theory.shapley_weights`),
 :mod:`~attnxai.theory.ig_theorem` (``theory.integrated_gradients(pre, text)``), their
 SymPy derivations (:mod:`~attnxai.theory.shapley_symbolic`) and brute-force references
 (:mod:`~attnxai.theory.shapley_exhaustive`).

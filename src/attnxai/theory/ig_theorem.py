@@ -39,7 +39,7 @@ from .. import validate
 from ..model.single_layer import AttentionClassifier
 from ..model.textmodel import Pretrained
 from .lime_inputs import Tables, feature_owner, resolve, tables
-from .shapley_values import gauss_nodes
+from .shapley_weights import gauss_nodes
 
 __all__ = ["IntegratedGradients", "MAX_NODES", "integrated_gradients", "path_terms"]
 

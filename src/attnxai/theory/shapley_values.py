@@ -17,7 +17,8 @@ Owen 1972). The Beta integral ``int_0^1 p^s (1 - p)^(d-1-s) dp = s! (d-1-s)! / d
     phi_j = int_0^1 delta_j(p) dp,        beta_j = delta_j(1/2),
 
 and LIME's large-sample limit averages the same curve, centred, with lime's kernel-weighted law
-of ``p`` (:func:`attnxai.theory.lime_text.beta_from_effects`; :func:`weight_functions`).
+of ``p`` (:func:`attnxai.theory.lime_text.beta_from_effects`;
+:func:`attnxai.theory.shapley_weights.weight_functions`).
 
 **Two exact routes.**
 
@@ -73,7 +74,6 @@ models with 4 to 10 distinct words, both removals): with the defaults, median 6.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 
@@ -90,12 +90,11 @@ from .lime_binomial import binomial_effects
 from .lime_inputs import Tables, feature_owner, resolve, tables
 from .lime_kernels import BernoulliTerms, ProfileNodes, bernoulli_sums
 from .lime_quadrature import lambda_rule_doubling
-from .lime_text import DEFAULT_KERNEL_WIDTH, check_kernel_width, kernel, removal_law
+from .shapley_weights import gauss_nodes
 
 __all__ = ["Curves", "DEFAULT_NODES", "MEASURED_ERRORS", "MEASURED_EXACTNESS", "SHAPLEY_METHODS",
-           "banzhaf", "banzhaf_heads", "effect_curves", "endpoint_values", "gauss_nodes",
-           "lime_weight", "shapley",
-           "shapley_heads", "size_weights", "weight_functions"]
+           "banzhaf", "banzhaf_heads", "effect_curves", "endpoint_values", "shapley",
+           "shapley_heads", "size_weights"]
 
 #: The routes of :func:`shapley` (module docstring).
 SHAPLEY_METHODS = ("chain", "gauss")
@@ -125,63 +124,6 @@ MEASURED_ERRORS = {"Shapley": BINOMIAL_ERRORS["Shapley"], "Banzhaf": BINOMIAL_ER
 #: ``"binomial"`` (the approximation), ``"tokens"`` (each occurrence its own player, summed per
 #: word: the tokens' game, not the words').
 GAME_POSITIONS = ("exact", "sampled", "binomial", "tokens")
-
-
-# ---------------------------------------------------------------------- quadrature and weights
-def gauss_nodes(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss-Legendre nodes and weights on [0, 1]: (n,) each (read-only), exact for polynomials
-    of degree ``2n - 1`` (``scipy.special.roots_legendre``: asymptotic formulas beyond 150 nodes,
-    where numpy's eigenvalue route costs ``O(n^3)``)."""
-    return _gauss_nodes(validate.positive_int(n, "n_nodes"))
-
-
-@functools.lru_cache(maxsize=64)
-def _gauss_nodes(n: int) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.special import roots_legendre
-
-    x, w = roots_legendre(n)
-    x, w = (x + 1) / 2, w / 2
-    x.flags.writeable = False
-    w.flags.writeable = False
-    return x, w
-
-
-def lime_weight(p, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> np.ndarray:
-    """The density on [0, 1] with which LIME's limit (``d -> infinity``, lime's uniform number of
-    removed words) averages the centred effects ``delta_j(p) - mean_k delta_k(p)``:
-    ``pi(p) p (1 - p)`` normalised, ``pi(p) = exp(-(100 (1 - sqrt p))^2 / (2 nu^2))``
-    (:func:`attnxai.theory.lime_text.beta_from_effects`). ``nu = inf``: ``6 p (1 - p)``."""
-    nu = check_kernel_width(kernel_width)
-    p = np.asarray(p, dtype=float)
-    if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
-        raise ValueError("p must lie in [0, 1]")
-
-    def raw(q):
-        return kernel(100 * (1 - np.sqrt(q)), nu) * q * (1 - q)
-
-    x, w = gauss_nodes(200)
-    u = x                                     # p = u^2 resolves the kernel's sqrt near p = 0
-    norm = float(np.sum(w * raw(u ** 2) * 2 * u))
-    if not norm > 0:
-        raise ValueError(f"kernel_width={nu}: lime's weights underflow on (0, 1)")
-    return raw(p) / norm
-
-
-def weight_functions(d: int, kernel_width: float = DEFAULT_KERNEL_WIDTH) -> dict[str, tuple]:
-    """The three explainers as weights on the kept fraction, for a document of ``d`` features:
-    ``{name: (p, w)}`` with ``sum w g(p)`` the explainer's average of a curve ``g``:
-    ``"Shapley"`` Gauss-Legendre on [0, 1] with ``ceil(d/2)`` nodes (uniform weight, exact for
-    the effects' degree ``d - 1``), ``"Banzhaf"`` the point ``p = 1/2``, ``"LIME"`` lime's law of
-    the kept fraction for this ``d`` weighted by ``p (1 - p)`` (``U`` of
-    :func:`~attnxai.theory.lime_quadrature.profile_weights`, applied to the centred effects)."""
-    d = validate.positive_int(d, "d")
-    law = removal_law(d, kernel_width)
-    q = law.tilted * law.p * (1 - law.p)
-    if not q.sum() > 0:
-        raise ValueError(f"d={d}: lime's weighted law of p has no mass inside (0, 1)")
-    return {"Shapley": gauss_nodes(max(1, math.ceil(d / 2))),
-            "Banzhaf": (np.array([0.5]), np.array([1.0])),
-            "LIME": (law.p.copy(), q / q.sum())}
 
 
 # ---------------------------------------------------------------------- settings

@@ -8,7 +8,7 @@ folders, verified, to ``DIR/<profile>-<key>/`` and writes ``DIR/index.json``::
      "models": {"<profile>-<key>": {"profile", "key", "train", "data_sha256", "format", "arch",
                                      "test_accuracy", "files": {name: {"sha256", "bytes"}}}}}
 
-``<profile>-<key>`` is the cache folder's name (:func:`attnxai.model.cache.folder_name`: the training
+``<profile>-<key>`` is the cache folder's name (:func:`attnxai.model.store.cache.folder_name`: the training
 configuration, the IMDb archive's sha256 and the format version), so a reader's code asks for
 exactly the model it would train.
 
@@ -23,9 +23,9 @@ training configuration, data and format, and, under the folder's writers' lock (
 takes, so two processes download once), downloads every file with a progress bar
 (:func:`attnxai.store.download.download`: each bounded by the index's size while it streams, every
 wait bounded) into a temporary folder. Each file's size and sha256 must equal the index's;
-then the config must name the same key, and the checkpoint must pass :mod:`attnxai.model.checkpoint`'s
+then the config must name the same key, and the checkpoint must pass :mod:`attnxai.model.store.checkpoint`'s
 verification (every file against its own manifest, the pieces against each other). Only then is
-it swapped into the cache (:func:`attnxai.model.checkpoint.save_files`, one atomic rename), with an
+it swapped into the cache (:func:`attnxai.model.store.checkpoint.save_files`, one atomic rename), with an
 ``origin.json`` saying where it came from (credentials in ``$ATTNXAI_MODELS_URL`` are never
 shown nor stored: :func:`attnxai.store.download.redact`). Any failure raises :class:`HubError` and leaves nothing
 in the cache. :func:`attnxai.pretrained` calls it between the cache and training.
@@ -47,15 +47,15 @@ from filelock import Timeout
 
 from .cache import FORMAT_VERSION, cache_key, folder_name
 from .checkpoint import FILES, CheckpointError, check_replaceable, checkpoint_files, save_files
-from ..data import source_checkout
-from ..store.download import ENV_OFFLINE, DownloadError, download, offline, redact
-from ..errors import UserError
-from ..store.files import sha256 as _sha256
-from ..store.files import (TMP_PREFIX, WAIT_SECONDS, atomic_write, loads_json, replace_folder,
+from ...data import source_checkout
+from ...store.download import ENV_OFFLINE, DownloadError, download, offline, redact
+from ...errors import UserError
+from ...store.files import sha256 as _sha256
+from ...store.files import (TMP_PREFIX, WAIT_SECONDS, atomic_write, loads_json, replace_folder,
                            write_durably, writer_lock)
-from .profiles import TrainConfig
-from ..store.provenance import package_version, source_state
-from ..store.repository import ENV_REPOSITORY, book_repository, pages_url
+from ..profiles import TrainConfig
+from ...store.provenance import package_version, source_state
+from ...store.repository import ENV_REPOSITORY, book_repository, pages_url
 
 __all__ = ["ENV_MODELS_URL", "ENV_OFFLINE", "HubError", "INDEX", "compare_published", "fetch",
            "index_url", "offline", "publish", "read_index"]
@@ -212,11 +212,11 @@ def _download(entry: dict[str, Any], base: str, models: Path, name: str,
 def fetch(config: TrainConfig, folders: list[Path], *, progress: bool = True,
           wait_seconds: float = WAIT_SECONDS) -> Path:
     """Download ``config``'s model into the first of the cache ``folders`` (its candidate
-    folders, :func:`attnxai.model.cache.candidates`) that the published index holds; returns that
+    folders, :func:`attnxai.model.store.cache.candidates`) that the published index holds; returns that
     folder. Raises :class:`HubError` saying why when there is none or it is refused (module
     docstring). A folder that appears while waiting for its lock (another process downloaded or
     trained it) is returned as it is; that wait lasts ``wait_seconds`` at most (then
-    :class:`~attnxai.model.checkpoint.CheckpointError`, naming the lock)."""
+    :class:`~attnxai.model.store.checkpoint.CheckpointError`, naming the lock)."""
     url, where = index_url()
     if url is None:
         raise HubError(f"downloading is off: {where}")
@@ -288,7 +288,7 @@ def _now() -> str:
 # ---------------------------------------------------------------------- publishing
 def _published(path: Path) -> tuple[str, dict[str, Any], dict[str, bytes]]:
     """The index entry (name, record) that publishes the checkpoint folder ``path``, and its
-    files' bytes, verified first (:func:`attnxai.model.checkpoint.checkpoint_files`). A folder whose
+    files' bytes, verified first (:func:`attnxai.model.store.checkpoint.checkpoint_files`). A folder whose
     name is not the key of the model it holds is refused: readers would never find it."""
     files = checkpoint_files(path)
     conf = loads_json(files["config.json"], f"{path}/config.json")
@@ -335,8 +335,8 @@ def compare_published(path: str | os.PathLike) -> tuple[bool, str]:
 def _check_publishable(out: Path, names: list[str]) -> None:
     """Refuse to publish into ``out`` where it would replace what attnxai did not write: an
     ``index.json`` that is not a published index, a ``<profile>-<key>/`` folder that is not a
-    checkpoint (the rule :func:`attnxai.model.checkpoint.save` follows)."""
-    from ..store.files import read_json
+    checkpoint (the rule :func:`attnxai.model.store.checkpoint.save` follows)."""
+    from ...store.files import read_json
 
     index = out / INDEX
     if index.exists() or index.is_symlink():

@@ -9,7 +9,7 @@ a profile once and every chapter, command and worker reuses it.
 **Offline.** :func:`candidates` finds the folder from the profile and the archive's checksum
 without parsing the archive; with no archive given (argument or ``$ATTNXAI_IMDB_ARCHIVE``) it
 looks for the model of either known IMDb archive (:data:`attnxai.data.KNOWN_SHA256`), so finding a
-cached model needs neither the archive nor the network. Loading it is :mod:`attnxai.model.checkpoint`;
+cached model needs neither the archive nor the network. Loading it is :mod:`attnxai.model.store.checkpoint`;
 training it when it is missing is :func:`attnxai.pretrained` (:mod:`attnxai.model.trained`).
 """
 
@@ -22,9 +22,9 @@ import re
 import shlex
 from pathlib import Path
 
-from ..data import (ENV_ARCHIVE, ENV_CACHE, KNOWN_SHA256, OFFICIAL_SHA256, archive_path, cache_dir,
+from ...data import (ENV_ARCHIVE, ENV_CACHE, KNOWN_SHA256, OFFICIAL_SHA256, archive_path, cache_dir,
                     default_cache_dir, file_sha256)
-from .profiles import PROFILES, TrainConfig
+from ..profiles import PROFILES, TrainConfig
 
 __all__ = ["FORMAT_VERSION", "cache_key", "candidates", "folder_name", "models_dir",
            "profile_of", "rebuild_hint"]
@@ -97,5 +97,5 @@ def rebuild_hint(path: str | os.PathLike, profile: str | None = None) -> str:
                   f"ATTNXAI_CACHE={shlex.quote(str(cache))} ")
         return (f"Rebuild it: delete the cached model (rm -rf {shlex.quote(str(path))}) and run "
                 f"`{prefix}python -m attnxai train --profile {own}`")
-    return ("Save the model into that folder again (attnxai.model.checkpoint.save replaces a checkpoint "
+    return ("Save the model into that folder again (attnxai.model.store.checkpoint.save replaces a checkpoint "
             "folder), or restore the folder from a good copy")
