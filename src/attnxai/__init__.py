@@ -50,7 +50,7 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  atomic writes | bounded downloads | commit, version, host |
                                  the book's repository
     progress                     the one progress bar
-    errors | moved               the errors a user can fix | old import paths (a warning each)
+    errors                       the errors a user can fix
 
 **One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
 :class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.
@@ -69,7 +69,6 @@ on it unchanged; the single-layer model also has float64 projections
 (:class:`attnxai.model.network.Projections`) that the fast LIME and the closed forms evaluate.
 """
 
-from . import moved
 from .data import load_imdb
 from .explanation import Explanation, explain
 from .model.checkpoint import load, save
@@ -80,7 +79,6 @@ from .model.trained import pretrained
 from .text import Vocab, normalize_for_lime, tokenize
 
 __version__ = "0.2.0"
-moved.install()
 __all__ = ["AttentionClassifier", "ClassifierBase", "Explanation", "Internals", "Pretrained",
            "Vocab", "explain", "load", "load_imdb", "normalize_for_lime", "pretrained", "save",
            "tokenize", "__version__"]
