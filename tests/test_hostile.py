@@ -37,7 +37,7 @@ import numpy as np
 import pytest
 import torch
 from checkpoints import LABELLED_SHA, cached_folder, tiny_pretrained
-from conftest import make_tiny, tiny_text
+from conftest import make_tiny, random_model, tiny_text
 from hypo import examples
 from hypothesis import given
 from hypothesis import strategies as st
@@ -1239,14 +1239,11 @@ def test_one_target_for_every_method():
 def test_what_to_pass_when_the_model_is_the_wrong_kind():
     """Before (item 10): `theory.gradient` on the multi-layer model and `explain_text(pre.model,
     ...)` raised AttributeError instead of a TypeError that says what to pass."""
-    from attnxai.model.multilayer import MultiLayerClassifier
-
     pre = make_tiny()
     ids = pre.encode("good bad film")
     with pytest.raises(TypeError, match="got a Pretrained: pass pre.model"):
         theory.gradient_closed_form(pre, ids)
-    ml = MultiLayerClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12,
-                              n_layers=2)
+    ml = random_model(30, n_layers=2, d_value=4, max_len=12, init_range=0.1, dtype=torch.float32)
     for fn in (theory.gradient_closed_form, theory.gradient_terms, theory.gradient_x_input):
         with pytest.raises(TypeError, match="derived for the single-layer AttentionClassifier, "
                                             "got MultiLayerClassifier.*explainers.gradient"):
