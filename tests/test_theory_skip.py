@@ -62,7 +62,7 @@ def test_skip_models_take_the_generic_lime_path():
 
     from conftest import make_tiny, tiny_text
 
-    pre = make_tiny(n_heads=2, scale=0.1, skip=True)
+    pre = make_tiny(n_heads=2, scale=0.1, skip=True, redraw=False)
     with pytest.raises(TypeError, match="skip"):
         Projections.of(pre.model)
     res = fastlime.explain_instance(pre, tiny_text(12), num_samples=100, random_state=0)
