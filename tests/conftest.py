@@ -78,7 +78,7 @@ def random_model(vocab_size: int = len(WORDS) + 3, *, seed: int = 0, n_layers: i
     measured on its weights (``tests/data/lime_limit_c2fc43f.json``, the floors quoted in
     test_shapley_peers, test_results_faithfulness): the constructor draws at ``init_range=0.1``,
     then query, key, value and output are drawn again ``U(-init_range, init_range)``, in that
-    order, from the same generator. Other weights than ``init_range`` alone gives."""
+    order, from the same generator (so the weights differ from ``init_range``'s alone)."""
     from attnxai import AttentionClassifier
     from attnxai.model.multilayer import MultiLayerClassifier
 
