@@ -9,7 +9,9 @@ from pathlib import Path
 
 import torch
 
-from attnxai import AttentionClassifier, Pretrained, Vocab
+from conftest import random_model
+
+from attnxai import Pretrained, Vocab
 from attnxai.model.store.cache import FORMAT_VERSION, cache_key
 from attnxai.model.profiles import get_config
 
@@ -20,9 +22,7 @@ LABELLED_SHA = "7662598ed0b34375977d4bdc14cdd7fb158dd2be7b43b99dd1f985a23f868066
 def tiny_pretrained(n_words: int = 1200, *, seed: int = 0, profile: str = "quick") -> Pretrained:
     """A small float32 model whose config says it was trained with ``profile``'s settings."""
     vocab = Vocab([f"w{i}" for i in range(n_words)])
-    torch.manual_seed(seed)
-    m = AttentionClassifier(len(vocab), d_embed=8, d_attn=4, d_value=5, n_heads=2, max_len=16)
-    m.eval()
+    m = random_model(len(vocab), seed=seed, max_len=16, init_range=0.1, dtype=torch.float32)
     conf = {"arch": "AttentionClassifier", "train": get_config(profile).to_dict(),
             "model": m.config, "data_sha256": LABELLED_SHA, "format": FORMAT_VERSION}
     return Pretrained(m, vocab, conf, {"test_accuracy": 0.5})

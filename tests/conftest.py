@@ -77,21 +77,74 @@ WORDS = ("good bad film movie plot acting great awful boring moving story the a 
          "very not but it is of to in this that with for").split()
 
 
+def random_model(vocab_size: int = len(WORDS) + 3, *, seed: int = 0, n_layers: int | None = None,
+                 n_heads: int = 2, d_embed: int = 8, d_attn: int = 4, d_value: int = 5,
+                 max_len: int = 40, n_classes: int = 2, padding: str = "mask",
+                 init_range: float = 1.0, skip: bool = False, word_scale: float = 1.0,
+                 query_gain: float = 1.0, norm_jitter: float = 0.0, redraw: bool = False,
+                 dtype: torch.dtype = torch.float64, **deep):
+    """The one builder of a small random model for the tests, in eval mode, in ``dtype``.
+
+    The package's own constructor draws the weights: :class:`~attnxai.AttentionClassifier` (query,
+    key, value, output and skip weights ``U(-init_range, init_range)``, word embeddings ``N(0, 1)``),
+    or :class:`~attnxai.model.multilayer.MultiLayerClassifier` when ``n_layers`` is given (``deep``:
+    its ``residual``, ``norm``, ``d_ff``, ``dropout``). ``torch.manual_seed(seed)`` first (torch's
+    global generator is left where the construction leaves it, as a test that draws after may
+    rely on). The weight patterns some tests need, applied before the cast: the word embeddings
+    times ``word_scale`` (position codes against words); the queries times ``query_gain`` (0:
+    uniform attention; large: attention pushed towards one-hot); ``norm_jitter`` times ``N(0, 1)``
+    added to every vector parameter (LayerNorms and biases moved off 1 and 0).
+
+    ``redraw`` (single layer): :func:`make_tiny`'s draw, kept because data and tolerances were
+    measured on its weights (``tests/data/lime_limit_c2fc43f.json``, the floors quoted in
+    test_shapley_peers, test_results_faithfulness): the constructor draws at ``init_range=0.1``,
+    then query, key, value and output are drawn again ``U(-init_range, init_range)``, in that
+    order, from the same generator (so the weights differ from ``init_range``'s alone)."""
+    from attnxai import AttentionClassifier
+    from attnxai.model.multilayer import MultiLayerClassifier
+
+    torch.manual_seed(seed)
+    if n_layers is None:
+        if deep:
+            raise TypeError(f"{sorted(deep)} are settings of the multilayer model: give n_layers")
+        m = AttentionClassifier(vocab_size, d_embed=d_embed, d_attn=d_attn, d_value=d_value,
+                                n_heads=n_heads, max_len=max_len, n_classes=n_classes,
+                                padding=padding, init_range=0.1 if redraw else init_range,
+                                skip=skip)
+        if redraw:
+            with torch.no_grad():
+                for w in (m.W_q, m.W_k, m.W_v, m.W_l):
+                    w.uniform_(-init_range, init_range)
+    else:
+        if skip or redraw:
+            raise TypeError("skip and redraw are the single-layer model's: no n_layers with them")
+        m = MultiLayerClassifier(vocab_size, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads,
+                                 d_attn=d_attn, d_value=d_value, max_len=max_len,
+                                 n_classes=n_classes, padding=padding, init_range=init_range,
+                                 **deep)
+    with torch.no_grad():
+        if word_scale != 1.0:
+            m.W_e.mul_(word_scale)
+        if query_gain != 1.0:
+            m.W_q.mul_(query_gain)
+        if norm_jitter:
+            for p in m.parameters():
+                if p.dim() == 1:
+                    p.add_(norm_jitter * torch.randn_like(p))
+    return m.to(dtype).eval()
+
+
 def make_tiny(padding: str = "mask", *, seed: int = 0, n_heads: int = 3, max_len: int = 40,
-              scale: float = 1.0, d_embed: int = 8):
-    """A float64 Pretrained around a small random AttentionClassifier and a synthetic vocabulary
-    (the words above; anything else is UNK): the fast LIME and the closed forms are exact for any
-    weights, so most of their tests need no trained model."""
-    from attnxai import AttentionClassifier, Pretrained, Vocab
+              scale: float = 1.0, d_embed: int = 8, **model):
+    """A float64 Pretrained around :func:`random_model` (weights ``U(-scale, scale)``, drawn as
+    ``redraw`` says) and the synthetic vocabulary of the words above (anything else is UNK): the
+    fast LIME and the closed forms are exact for any weights, so most of their tests need no
+    trained model. ``model``: more of :func:`random_model`'s settings."""
+    from attnxai import Pretrained, Vocab
 
     vocab = Vocab(list(WORDS))
-    torch.manual_seed(seed)
-    m = AttentionClassifier(len(vocab), d_embed=d_embed, d_attn=4, d_value=5, n_heads=n_heads,
-                            max_len=max_len, padding=padding)
-    with torch.no_grad():
-        for p in (m.W_q, m.W_k, m.W_v, m.W_l):
-            p.uniform_(-scale, scale)
-    m = m.double().eval()
+    m = random_model(len(vocab), seed=seed, n_heads=n_heads, max_len=max_len, init_range=scale,
+                     d_embed=d_embed, padding=padding, **{"redraw": True, **model})
     return Pretrained(m, vocab, {"train": {"profile": "tiny"}, "model": m.config}, {})
 
 

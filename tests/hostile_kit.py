@@ -1,6 +1,6 @@
-"""Shared by the hostile-input tests (tests/test_hostile*.py): a study with no model, a process
+"""Helpers of the hostile-input tests (tests/test_hostile.py): a study with no model, a process
 that holds a results folder, the tiny model standing in for the command line's, and the reader of
-a one-line error. A helper module, so that no test file imports another."""
+a one-line error. Helpers only, no test (as tests/checkpoints.py and tests/hubserver.py)."""
 
 from __future__ import annotations
 

@@ -64,18 +64,17 @@ class ModelSpec:
     n_classes: int
     skip: bool
 
-    def build(self):
-        from attnxai import AttentionClassifier
+    def build(self, query_gain: float = 1.0):
+        """The float64 model (``query_gain``: its queries multiplied, attention pushed towards
+        one-hot; conftest.random_model)."""
+        from conftest import random_model
 
         with torch.random.fork_rng():            # leaves the global generator as it was
-            torch.manual_seed(self.seed)
-            m = AttentionClassifier(VOCAB, d_embed=self.d_embed, d_attn=self.d_attn,
-                                    d_value=self.d_value, n_heads=self.n_heads, max_len=MAX_LEN,
-                                    n_classes=self.n_classes, padding=self.padding,
-                                    init_range=self.scale, skip=self.skip)
-            with torch.no_grad():
-                m.W_e.mul_(self.word_scale)
-        return m.double().eval()
+            return random_model(VOCAB, seed=self.seed, d_embed=self.d_embed, d_attn=self.d_attn,
+                                d_value=self.d_value, n_heads=self.n_heads, max_len=MAX_LEN,
+                                n_classes=self.n_classes, padding=self.padding,
+                                init_range=self.scale, skip=self.skip,
+                                word_scale=self.word_scale, query_gain=query_gain)
 
     def pretrained(self):
         """The model with the vocabulary of ``conftest.WORDS`` (for the text entry points)."""

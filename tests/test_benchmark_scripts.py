@@ -7,7 +7,7 @@ import numpy as np
 from attnxai.theory import lime_binomial as lb, lime_kernels as lk
 from attnxai.theory import lime_inputs as li
 from attnxai.theory import lime_quadrature as lq
-from conftest import load_script, make_tiny, tiny_text
+from conftest import load_script, make_tiny, random_model, tiny_text
 
 
 def test_deletion_cost_counts_every_window_term_once():
@@ -126,11 +126,8 @@ def test_bench_train_floor_is_the_products_torch_runs():
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from attnxai.model.single_layer import AttentionClassifier
-
     bt = load_script("benchmarks/bench_train.py")
-    torch.manual_seed(0)
-    m = AttentionClassifier(50, d_embed=8, d_attn=4, d_value=5, n_heads=3, max_len=20)
+    m = random_model(50, n_heads=3, max_len=20, init_range=0.1, dtype=torch.float32).train()
     ids = m.check_ids(m.collate([[1, 5, 6, 7, 8], [1, 9, 10], [1, 11, 12, 13, 5, 5, 16]]))
     uniq, index = torch.unique(ids, return_inverse=True)
     dims = dict(d=8, K=3, a=4, v=5, C=2)

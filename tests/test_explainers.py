@@ -10,12 +10,12 @@ import torch
 
 from attnxai import AttentionClassifier, corpus, explainers
 from attnxai.model.interface import iter_batches
+from conftest import random_model
 
 
 def tiny(padding: str = "mask", seed: int = 0) -> AttentionClassifier:
-    torch.manual_seed(seed)
-    return AttentionClassifier(40, d_embed=6, d_attn=3, d_value=4, n_heads=3, max_len=10,
-                               padding=padding, init_range=1.0).double().eval()
+    return random_model(40, seed=seed, d_embed=6, d_attn=3, d_value=4, n_heads=3, max_len=10,
+                        padding=padding, init_range=1.0)
 
 
 def batch(model: AttentionClassifier) -> torch.Tensor:

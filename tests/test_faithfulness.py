@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import make_tiny, tiny_text
+from conftest import make_tiny, random_model, tiny_text
 from scipy.stats import kendalltau
 
 import attnxai
@@ -366,11 +366,7 @@ def test_symbolic_measures_are_evaluates():
 def test_a_skip_model_is_evaluated_on_its_forward_pass():
     """The projections describe the model without the skip connection: evaluate falls back to
     the model's own forward pass (it used to raise TypeError), and refuses backend='fast'."""
-    from attnxai import AttentionClassifier
-
-    torch.manual_seed(0)
-    m = AttentionClassifier(40, d_embed=6, d_attn=3, d_value=4, n_heads=2, max_len=16,
-                            skip=True).double().eval()
+    m = random_model(40, d_embed=6, d_attn=3, d_value=4, max_len=16, init_range=0.1, skip=True)
     ids = np.array([1, 5, 6, 7, 5, 9, 10])
     s = {"s": np.random.default_rng(0).standard_normal(6)}
     auto, model = F.evaluate(m, ids, s), F.evaluate(m, ids, s, backend="model")

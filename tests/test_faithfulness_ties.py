@@ -112,10 +112,8 @@ def _sweep_case(i):
                          int(rng.integers(1, 4)), {"init_range 0.1": 0.1, "init_range 1": 1.0}.get(
                              kind, 3.0), float(rng.choice([0.3, 1.0, 3.0])),
                          ("mask", "unk")[int(rng.integers(2))], 2, False)
-        m = spec.build()
-        if kind == "saturated":
-            with torch.no_grad():
-                m.W_q.mul_(float(rng.choice([2.0, 4.0, 8.0])))
+        m = spec.build(query_gain=float(rng.choice([2.0, 4.0, 8.0])) if kind == "saturated"
+                       else 1.0)
         n = int(rng.integers(2, 12))
         pool = rng.integers(2, 30, int(rng.integers(1, 5)))
         body = rng.choice(pool, n) if rng.random() < 0.5 else rng.integers(2, 30, n)

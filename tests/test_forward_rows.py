@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from conftest import random_model
 from hypo import documents, examples, models, relative
 
 from attnxai.model.interface import ClassifierBase
@@ -82,11 +83,8 @@ def test_forward_rows_refuses_a_batch_without_one_query_row(tiny):
 def test_default_forward_rows_of_the_multilayer_model():
     """The base class's ``forward_rows`` (forms e, then forward_embeddings) on the 6 x 6 model's
     architecture."""
-    from attnxai.model.multilayer import MultiLayerClassifier
-
-    torch.manual_seed(0)
-    model = MultiLayerClassifier(40, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=16,
-                                 n_layers=2, residual=True, norm="pre").double().eval()
+    model = random_model(40, n_layers=2, d_value=4, max_len=16, init_range=0.1, residual=True,
+                         norm="pre")
     ids = model.check_ids(model.collate([[1, 5, 9, 5, 30], [1, 3], [1, 39, 38, 4]]))
     uniq, index = torch.unique(ids, return_inverse=True)
     rows = model.W_e.detach()[uniq].clone().requires_grad_()

@@ -13,7 +13,7 @@ from attnxai.words import Words
 from attnxai.model.single_layer import AttentionClassifier
 from attnxai.model.multilayer import MultiLayerClassifier
 
-from conftest import WORDS, tiny_text
+from conftest import WORDS, random_model, tiny_text
 
 @pytest.fixture(autouse=True)
 def one_thread():
@@ -29,15 +29,9 @@ VARIANTS = [dict(), dict(norm="post"), dict(norm="none", residual=False), dict(n
 
 
 def tiny_ml(seed: int = 0, *, n_layers: int = 3, padding: str = "mask", **kw) -> MultiLayerClassifier:
-    torch.manual_seed(seed)
-    vocab = Vocab(list(WORDS))
-    m = MultiLayerClassifier(len(vocab), d_embed=8, n_layers=n_layers, n_heads=2, d_attn=4,
-                             d_value=3, max_len=40, padding=padding, **kw)
-    with torch.no_grad():                    # move the LayerNorms off (1, 0): a real test
-        for name, p in m.named_parameters():
-            if p.dim() == 1:
-                p.add_(0.3 * torch.randn_like(p))
-    return m.double().eval()
+    # norm_jitter moves the LayerNorms off (1, 0): a real test
+    return random_model(len(Vocab(list(WORDS))), seed=seed, n_layers=n_layers, d_value=3,
+                        padding=padding, init_range=0.1, norm_jitter=0.3, **kw)
 
 
 def tiny_ml_pretrained(seed: int = 0, **kw) -> Pretrained:
@@ -397,14 +391,13 @@ def test_bf16_copy_is_only_for_the_generic_path():
     from attnxai.model.textmodel import Pretrained
     from attnxai.experiment.beyond_one_layer import _fast_path_model, _inference_copy
 
-    single = AttentionClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12)
+    small = dict(d_value=4, max_len=12, init_range=0.1, dtype=torch.float32)
+    single = random_model(30, **small)
     pre = Pretrained(single, None, {}, {}, None)
     assert _fast_path_model(single) and _inference_copy(pre, "bf16") is pre
-    skip = AttentionClassifier(30, d_embed=8, d_attn=4, d_value=4, n_heads=2, max_len=12,
-                               skip=True)
+    skip = random_model(30, skip=True, **small)
     assert not _fast_path_model(skip)
-    deep = MultiLayerClassifier(30, d_embed=8, n_layers=2, n_heads=2, d_attn=4, d_value=4,
-                                max_len=12)
+    deep = random_model(30, n_layers=2, **small)
     copy16 = _inference_copy(Pretrained(deep, None, {}, {}, None), "bf16")
     assert copy16.model.W_q.dtype == torch.bfloat16 and deep.W_q.dtype == torch.float32
 

@@ -264,10 +264,7 @@ def test_both_backends_give_one_tau_loo(spec, ids, query_gain, data):
     """On random float64 models up to init_range 3, with attention pushed towards one-hot (the
     queries multiplied by up to 8): the fast and the model backends' drops differ by at most
     LOO_TIE / 100, and their tau-LOO are equal (prop-faith-tau-ties, the exception excused)."""
-    model = spec.build()
-    if query_gain != 1.0:
-        with torch.no_grad():
-            model.W_q.mul_(query_gain)
+    model = spec.build(query_gain=query_gain)
     n = ids.size - 1
     sc = {"drawn": data.draw(scores(n)),
           "alpha-avg": explainers.attention(model, tensor(ids))[0, 1:n + 1].numpy()}

@@ -17,7 +17,6 @@ import math
 import mpmath
 import numpy as np
 import pytest
-import torch
 from hypothesis import assume, event, given
 from hypothesis import strategies as st
 from hypo import documents, examples, kernel_widths, models, relative
@@ -250,10 +249,7 @@ def test_independent_removal_limit(spec, ids, uniform, data):
     """Replacement by UNK: the profile form with lime's law of p is exact for independent removal
     (against the 2^d sum under Bernoulli(p) at every p of lime's law), and exact for lime's law
     when the model is linear in z (uniform attention, W_q = 0)."""
-    model = spec.build()
-    if uniform:
-        with torch.no_grad():
-            model.W_q.zero_()
+    model = spec.build(query_gain=0.0 if uniform else 1.0)
     d = ids.size - 1
     nu = data.draw(kernel_widths(d))
     got = _closed_or_refused(lambda: la.lime_limit(model, ids, bow=False, kernel_width=nu,
@@ -333,9 +329,7 @@ def test_the_papers_formula_is_off_by_three_halves_for_uniform_attention():
     for seed, d in ((0, 4), (1, 9)):
         from hypo import ModelSpec
 
-        model = ModelSpec(seed, 2, 4, 2, 3, 1.0, 1.0, "mask", 2, False).build()
-        with torch.no_grad():
-            model.W_q.zero_()
+        model = ModelSpec(seed, 2, 4, 2, 3, 1.0, 1.0, "mask", 2, False).build(query_gain=0.0)
         ids = np.array([1, *range(3, 3 + d)])
         limit = exact(model, ids, False, math.inf)[0]
         paper = la.lime_paper(model, ids, bow=False)

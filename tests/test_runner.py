@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnxai import AttentionClassifier, Pretrained, Vocab
+from conftest import random_model
+
+from attnxai import Pretrained, Vocab
 from attnxai.model.store import checkpoint
 from attnxai import experiment as X
 from attnxai.model.store.checkpoint import MANIFEST, CheckpointError, save
@@ -35,9 +37,7 @@ SMALL = dict(profile="quick", repeats=2, num_samples=60, progress=False)
 
 def tiny_checkpoint(folder: Path, seed: int = 0) -> Pretrained:
     vocab = Vocab(WORDS)
-    torch.manual_seed(seed)
-    m = AttentionClassifier(len(vocab), d_embed=8, d_attn=4, d_value=5, n_heads=2, max_len=16)
-    m.eval()
+    m = random_model(len(vocab), seed=seed, max_len=16, init_range=0.1, dtype=torch.float32)
     conf = {"arch": "AttentionClassifier", "train": {"profile": "tiny"}, "model": m.config,
             "format": FORMAT_VERSION}
     save(Pretrained(m, vocab, conf, {}), folder)

@@ -9,9 +9,8 @@ import torch
 
 import attnxai
 from attnxai import explainers, registry
-from attnxai.model.multilayer import MultiLayerClassifier
 
-from conftest import make_tiny, tiny_text
+from conftest import make_tiny, random_model, tiny_text
 
 
 def reference(model, ids: torch.Tensor, target: int, n: int, noise: float, seed: int):
@@ -61,9 +60,7 @@ def test_smoothgrad_without_noise_is_the_gradient_and_the_seed_matters():
 
 
 def test_smoothgrad_on_the_multilayer_model():
-    torch.manual_seed(0)
-    model = MultiLayerClassifier(30, d_embed=8, n_layers=2, n_heads=2, d_attn=4, d_value=4,
-                                 max_len=12, init_range=0.5).double().eval()
+    model = random_model(30, n_layers=2, d_value=4, max_len=12, init_range=0.5)
     ids = model.collate([[1, 4, 5, 6], [1, 7, 8, 9, 10, 11]])
     grad, _ = explainers.smoothgrad(model, ids, 1, n_samples=4, noise=0.2, seed=3)
     torch.testing.assert_close(grad, reference(model, ids, 1, 4, 0.2, 3)[0], rtol=1e-9,

@@ -11,12 +11,12 @@ from attnxai import AttentionClassifier, explainers
 from attnxai.model import symbolic
 from attnxai.text import TruncationWarning
 from attnxai.theory import gradient_theorem as tg
+from conftest import random_model
 
 
 def tiny(padding: str = "mask", n_classes: int = 2, seed: int = 0) -> AttentionClassifier:
-    torch.manual_seed(seed)
-    return AttentionClassifier(40, d_embed=6, d_attn=3, d_value=4, n_heads=3, max_len=10,
-                               n_classes=n_classes, padding=padding, init_range=1.0).double().eval()
+    return random_model(40, seed=seed, d_embed=6, d_attn=3, d_value=4, n_heads=3, max_len=10,
+                        n_classes=n_classes, padding=padding, init_range=1.0)
 
 
 def batch(model: AttentionClassifier) -> torch.Tensor:

@@ -10,7 +10,9 @@ import torch
 
 from attnxai import AttentionClassifier, Pretrained, Vocab
 from attnxai.theory import lime_attention as la
+from attnxai.theory import lime_exhaustive as lx
 from attnxai.theory import lime_text as lt
+from conftest import random_model
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -25,12 +27,8 @@ def lime_draws(d: int, n: int, seed: int) -> np.ndarray:
 
 
 def tiny_model(seed: int = 0, vocab: int = 40, heads: int = 2, scale: float = 1.0, **kw) -> AttentionClassifier:
-    torch.manual_seed(seed)
-    m = AttentionClassifier(vocab, d_embed=8, d_attn=4, d_value=4, n_heads=heads, max_len=32, **kw)
-    with torch.no_grad():
-        for w in (m.W_q, m.W_k, m.W_v, m.W_l):
-            w.uniform_(-scale, scale)
-    return m.double().eval()
+    return random_model(vocab, seed=seed, n_heads=heads, d_value=4, max_len=32, init_range=scale,
+                        **kw)
 
 
 def tiny_pretrained(model: AttentionClassifier) -> Pretrained:
@@ -221,9 +219,7 @@ def test_lime_features_order():
 
 def test_uniform_attention_replacement_is_exact():
     """W_q = 0: uniform attention, f linear in z under replacement, so the limit is exact."""
-    m = tiny_model(1)
-    with torch.no_grad():
-        m.W_q.zero_()
+    m = tiny_model(1, query_gain=0.0)
     ids = doc(7, 1)
     unk = m.unk_id
 
@@ -247,20 +243,7 @@ def _bernoulli_truth(m, ids, feats, p, removal):
     z, _, _ = lt.perturbation_law(d, 25.0)
     z = np.vstack([z])
     prob = np.prod(np.where(z == 1, p, 1 - p), axis=1)
-    seqs = []
-    for row in z:
-        keep = np.ones(ids.size, bool)
-        for j, fj in enumerate(feats):
-            if row[j] == 0:
-                keep[fj] = False
-        if removal == "replace":
-            x = ids.copy()
-            x[~keep] = m.unk_id
-            seqs.append(x.tolist())
-        else:
-            seqs.append(ids[keep].tolist())
-    with torch.no_grad():
-        y = m(m.collate(seqs))[:, 1].numpy()
+    y = lx.perturbed_outputs(m, ids, feats, z, bow=removal == "delete")   # the model's own forward
     on = np.array([(prob * y * z[:, j]).sum() / (prob * z[:, j]).sum() for j in range(d)])
     off = np.array([(prob * y * (1 - z[:, j])).sum() / (prob * (1 - z[:, j])).sum() for j in range(d)])
     return on - off, (prob * y).sum()

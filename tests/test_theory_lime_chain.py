@@ -18,6 +18,7 @@ import torch
 from attnxai.theory import lime_attention as la
 from attnxai.theory import lime_binomial as lb
 from attnxai.theory import lime_chain as lc
+from attnxai.theory import lime_exhaustive as lx
 from attnxai.theory import lime_kernels as lk
 from attnxai.theory import lime_quadrature as lq
 from attnxai.theory import lime_text as lt
@@ -31,34 +32,20 @@ def distinct_doc(seed: int, n: int, vocab: int = 30) -> np.ndarray:
     return np.concatenate([[1], rng.choice(np.arange(3, vocab), n, replace=False)])
 
 
-def outputs(model, ids, feats, Z, bow):
-    """The model's logit 1 on every perturbation (rows of Z: 1 = feature kept)."""
-    seqs = []
-    for z in Z:
-        keep = np.ones(ids.size, bool)
-        for j, f in enumerate(feats):
-            if z[j] == 0:
-                keep[f] = False
-        if bow:
-            seqs.append(ids[keep].tolist())
-        else:
-            x = ids.copy()
-            x[~keep] = model.unk_id
-            seqs.append(x.tolist())
-    with torch.no_grad():
-        return model(model.collate(seqs))[:, 1].double().numpy()
-
-
+# The reference runs the model's own forward pass on every perturbed document
+# (lime_exhaustive.perturbed_outputs, logit 1): none of the chain, its quadratures or its
+# compiled loops calls it (they evaluate the float64 projections), so it shares no code with them.
 def exact_limit(model, ids, feats, bow, nu):
     """LIME's n -> infinity limit by enumerating the 2^d perturbations (lime_text.beta_exact)."""
-    return lt.beta_exact(lambda Z: outputs(model, ids, feats, Z, bow), len(feats), nu)[1]
+    return lt.beta_exact(lambda Z: lx.perturbed_outputs(model, ids, feats, Z, bow), len(feats),
+                         nu)[1]
 
 
 def bernoulli_truth(model, ids, feats, p, bow):
     """E[f | z_j = 1] - E[f | z_j = 0] and E[f], every feature kept independently w.p. p."""
     Z = np.array(list(itertools.product((0.0, 1.0), repeat=len(feats))))
     prob = np.prod(np.where(Z == 1, p, 1 - p), axis=1)
-    y = outputs(model, ids, feats, Z, bow)
+    y = lx.perturbed_outputs(model, ids, feats, Z, bow)
     on = (prob * y) @ Z / (prob @ Z)
     off = (prob * y) @ (1 - Z) / (prob @ (1 - Z))
     return on - off, float(prob @ y)

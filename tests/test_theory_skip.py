@@ -9,13 +9,12 @@ import torch
 from attnxai import AttentionClassifier, explainers
 from attnxai.theory import gradient_skip as gs
 from attnxai.theory import gradient_theorem as tg
+from conftest import random_model
 
 
 def tiny_skip(padding: str = "mask", seed: int = 0, skip: bool = True) -> AttentionClassifier:
-    torch.manual_seed(seed)
-    return AttentionClassifier(40, d_embed=6, d_attn=3, d_value=4, n_heads=3, max_len=10,
-                               n_classes=3, padding=padding, init_range=1.0,
-                               skip=skip).double().eval()
+    return random_model(40, seed=seed, d_embed=6, d_attn=3, d_value=4, n_heads=3, max_len=10,
+                        n_classes=3, padding=padding, init_range=1.0, skip=skip)
 
 
 def batch(model):
@@ -58,18 +57,14 @@ def test_skip_is_a_constant_offset():
 
 
 def test_skip_models_take_the_generic_lime_path():
-    from attnxai import Pretrained, Vocab, fastlime
+    from attnxai import fastlime
     from attnxai.model.network import Projections
 
-    from conftest import WORDS, tiny_text
+    from conftest import make_tiny, tiny_text
 
-    vocab = Vocab(list(WORDS))
-    torch.manual_seed(0)
-    m = AttentionClassifier(len(vocab), d_embed=8, d_attn=4, d_value=5, n_heads=2, max_len=40,
-                            skip=True).double().eval()
-    pre = Pretrained(m, vocab, {"train": {"profile": "tiny"}, "model": m.config}, {})
+    pre = make_tiny(n_heads=2, scale=0.1, skip=True, redraw=False)
     with pytest.raises(TypeError, match="skip"):
-        Projections.of(m)
+        Projections.of(pre.model)
     res = fastlime.explain_instance(pre, tiny_text(12), num_samples=100, random_state=0)
     assert res.path == "generic" and "skip" in res.reason
 

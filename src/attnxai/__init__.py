@@ -68,9 +68,8 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  the results folder (held, adopted, loaded), its parquet parts
                                  (verified), its run log, the names of its files
     progress                     the one progress bar
-    errors | moved | settings    the errors a user can fix | old import paths (a warning each) |
-                                 the session's profile and seed (the one reader of
-                                 ATTNXAI_PROFILE and ATTNXAI_SEED)
+    errors | settings            the errors a user can fix | the session's profile and seed (the
+                                 one reader of ATTNXAI_PROFILE and ATTNXAI_SEED)
 
 **One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
 :class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.
@@ -89,7 +88,6 @@ on it unchanged; the single-layer model also has float64 projections
 (:class:`attnxai.model.network.Projections`) that the fast LIME and the closed forms evaluate.
 """
 
-from . import moved
 from .data import load_imdb
 from .explanation import Explanation, explain
 from .model.store.checkpoint import load, save
@@ -100,7 +98,6 @@ from .model.trained import pretrained
 from .text import Vocab, normalize_for_lime, tokenize
 
 __version__ = "0.2.0"
-moved.install()
 __all__ = ["AttentionClassifier", "ClassifierBase", "Explanation", "Internals", "Pretrained",
            "Vocab", "explain", "load", "load_imdb", "normalize_for_lime", "pretrained", "save",
            "tokenize", "__version__"]
