@@ -46,6 +46,7 @@ import numpy as np
 
 from .. import validate
 from ..explanation import Explanation, explain, resolve_settings
+from ..limit_settings import LimeSettings
 from ..perturbation import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
                             SELECTIONS, TIES, agreement, evaluate)
 from ..registry import ALL_METHODS, METHODS, study_given, study_records, study_settings
@@ -93,15 +94,17 @@ def _has_ties(scores: np.ndarray) -> bool:
 
 # ---------------------------------------------------------------- one review
 def review_explanation(pre: Any, text: str, *, test_index: int,
-                       methods: Sequence[str] = ALL_METHODS, num_samples: int = 5000,
-                       kernel_width: float = 25.0, target: int | str = 1,
-                       settings: Mapping[str, Mapping[str, Any]] | None = None) -> Explanation:
+                       methods: Sequence[str] = ALL_METHODS, lime: LimeSettings | None = None,
+                       target: int | str = 1,
+                       settings: Mapping[str, Mapping[str, Any]] | None = None,
+                       **lime_fields: Any) -> Explanation:
     """The study's explanations of one test review (:func:`attnxai.explain` with the study's
     seeds, :func:`attnxai.registry.study_settings`: LIME ``1000 * test_index``, SmoothGrad and the
-    random baseline ``test_index``). ``num_samples`` and ``kernel_width`` go to every method that
-    has such a setting (LIME; its limit shares the width); ``settings``: further settings per
-    method."""
-    given = _review_settings(methods, test_index, num_samples, kernel_width, settings)
+    random baseline ``test_index``). ``lime``: LIME's settings (``**lime_fields``: any of their
+    fields replaced, e.g. ``num_samples=200``), given to LIME and to the methods that follow it
+    (its limit shares the width); ``settings``: further settings per method."""
+    lime = LimeSettings.of(lime, **lime_fields)
+    given = _review_settings(methods, test_index, lime, settings)
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
@@ -111,36 +114,52 @@ def review_explanation(pre: Any, text: str, *, test_index: int,
         return explain(pre, text, list(methods), target=target, settings=given)
 
 
-def _review_settings(methods: Sequence[str], test_index: int, num_samples: int,
-                     kernel_width: float, settings: Mapping[str, Mapping[str, Any]] | None
+#: The fields of the study's LIME settings it always gives (and records): the others only where
+#: they differ from their defaults (so a ``--set`` of LIME's limit can still choose its ``bow``).
+STUDY_LIME_FIELDS = ("num_samples", "kernel_width")
+
+
+def _lime_fields(lime: LimeSettings, method: str) -> dict[str, Any]:
+    """The fields of the study's LIME settings that ``method`` takes: all of LIME's (its seed is
+    the study's), those a method following LIME shares with it (:data:`attnxai.registry.SHARED`)."""
+    entry = METHODS[method]
+    if method == "LIME":
+        names = [f.name for f in dataclasses.fields(LimeSettings) if f.name != "seed"]
+    elif entry.follows is not None and entry.follows[0] == "LIME":
+        names = list(entry.follows[1])
+    else:
+        return {}
+    default = LimeSettings()
+    return {k: getattr(lime, k) for k in names
+            if k in STUDY_LIME_FIELDS or getattr(lime, k) != getattr(default, k)}
+
+
+def _review_settings(methods: Sequence[str], test_index: int, lime: LimeSettings,
+                     settings: Mapping[str, Mapping[str, Any]] | None
                      ) -> dict[str, dict[str, Any]]:
-    """The settings of one review's methods: the study's ``num_samples`` and ``kernel_width``
-    where a method has such a field, its further ``settings``, its seed for this review."""
+    """The settings of one review's methods: the study's LIME settings where a method takes them
+    (:func:`_lime_fields`), its further ``settings``, its seed for this review."""
     given: dict[str, dict[str, Any]] = {}
     for m in methods:
-        fields = {f.name for f in dataclasses.fields(METHODS[m].settings)}
-        shared = {k: v for k, v in (("num_samples", num_samples),
-                                    ("kernel_width", kernel_width)) if k in fields}
-        given[m] = {**shared, **(settings or {}).get(m, {})}
+        given[m] = {**_lime_fields(lime, m), **(settings or {}).get(m, {})}
     return {m: v for m, v in study_settings(methods, test_index, given).items() if v}
 
 
 def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
                      perturbations: Sequence[str] = PERTURBATIONS,
-                     selections: Sequence[str] = DEFAULT_SELECTIONS, num_samples: int = 5000,
-                     kernel_width: float = 25.0, backend: str = "auto",
+                     selections: Sequence[str] = DEFAULT_SELECTIONS, backend: str = "auto",
                      target: int | str = 1,
-                     settings: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                     settings: Mapping[str, Mapping[str, Any]] | None = None,
+                     **lime: Any) -> dict[str, Any]:
     """The row of one review (module docstring): explanations, metrics, agreement, timings.
 
     ``target``: the explained class, 1 (the paper's logit 1, the default), 0, or ``"predicted"``
     (the model's predicted class on this review, ferret's default); every explainer explains that
     logit and ``p`` is that class's probability; ``settings``: the methods' further settings
-    (:func:`review_explanation`)."""
+    (:func:`review_explanation`); ``**lime``: LIME's settings as there (``lime=`` or fields)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    ex = review_explanation(pre, text, test_index=test_index, methods=methods,
-                            num_samples=num_samples, kernel_width=kernel_width, target=target,
-                            settings=settings)
+    ex = review_explanation(pre, text, test_index=test_index, methods=methods, target=target,
+                            settings=settings, **lime)
     c = ex.target
     t_scores = time.perf_counter() - t0
     res = evaluate(pre, ex.ids, ex.token_scores, target=c, perturbations=perturbations,
@@ -193,8 +212,8 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
                                    methods=settings["methods"],
                                    perturbations=settings["perturbations"],
                                    selections=settings["selections"],
-                                   num_samples=settings.get("num_samples"),
-                                   kernel_width=settings.get("kernel_width"),
+                                   **{k: settings[k] for k in STUDY_LIME_FIELDS if k in settings},
+                                   **settings.get("lime settings", {}),
                                    backend=settings["backend"], target=settings["target"],
                                    settings=settings.get("method settings"))
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
@@ -204,14 +223,12 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
 
 # ---------------------------------------------------------------- the study
 def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None, methods: list[str],
-                     num_samples: int, kernel_width: float
-                     ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+                     lime: LimeSettings) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The study's further settings per method (``--set``), and every method's settings object
     as a review builds it (a review's own seed is the study's): every setting checked once,
     here."""
     given = study_given(settings, methods)
-    resolved = resolve_settings(methods, _review_settings(methods, 0, num_samples,
-                                                          kernel_width, given))
+    resolved = resolve_settings(methods, _review_settings(methods, 0, lime, given))
     return given, resolved
 
 
@@ -231,10 +248,12 @@ class FaithfulnessStudy(Study):
     def __init__(self, *, profile: str = "paper", reviews: int = 1000,
                  methods: str | Iterable[str] | None = None,
                  perturbations: str | Iterable[str] | None = None,
-                 selections: str | Iterable[str] | None = None, num_samples: int = 5000,
-                 kernel_width: float = 25.0, backend: str = "auto", chunk: int = 10,
-                 archive: str | None = None, target: int | str = 1,
-                 settings: Mapping[str, Mapping[str, Any]] | None = None):
+                 selections: str | Iterable[str] | None = None, backend: str = "auto",
+                 chunk: int = 10, archive: str | None = None, target: int | str = 1,
+                 settings: Mapping[str, Mapping[str, Any]] | None = None, **lime: Any):
+        """``settings``: the methods' further settings (``--set``); ``**lime``: LIME's settings,
+        ``lime=`` a :class:`~attnxai.limit_settings.LimeSettings` and/or any of its fields
+        (``num_samples=200``)."""
         from ..perturbation import BACKENDS
 
         self.reviews = validate.positive_int(reviews, "reviews")
@@ -246,8 +265,8 @@ class FaithfulnessStudy(Study):
                                          default=DEFAULT_SELECTIONS, text=True)
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
-        self.method_settings, resolved = _method_settings(settings, self.methods, num_samples,
-                                                          kernel_width)
+        self.lime = LimeSettings.of(lime.pop("lime", None), **lime)
+        self.method_settings, resolved = _method_settings(settings, self.methods, self.lime)
         # LIME's samples and width (its limit shares the width), checked by their settings
         # classes above and recorded only where a method takes them
         self.num_samples = _field_of(resolved, "num_samples")
@@ -273,11 +292,21 @@ class FaithfulnessStudy(Study):
                 "words_to_positions": "every occurrence gets its word's coefficient",
                 **{k: v for k, v in (("num_samples", self.num_samples),
                                      ("kernel_width", self.kernel_width)) if v is not None},
+                **({"lime settings": other} if (other := self._other_lime_fields()) else {}),
                 # each method's own record (registry: compared when a results folder resumes)
                 **study_records(self.methods),
                 **({"method settings": self.method_settings} if self.method_settings else {}),
                 "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
                 "backend": self.backend}
+
+    def _other_lime_fields(self) -> dict[str, Any]:
+        """The study's LIME settings beyond :data:`STUDY_LIME_FIELDS` that a method takes (those
+        not at their defaults): recorded, and sent to the workers."""
+        given = {}
+        for m in self.methods:
+            given |= {k: v for k, v in _lime_fields(self.lime, m).items()
+                      if k not in STUDY_LIME_FIELDS}
+        return given
 
     def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
         reviews = ordered_reviews(self.data, self.reviews, self.pre.model.max_len)
@@ -291,25 +320,16 @@ class FaithfulnessStudy(Study):
         return functools.partial(_run_chunk, self.model_ref(), self.settings())
 
 
-def run_faithfulness(out: Any, *, profile: str = "paper", reviews: int = 1000,
-                     methods: str | Iterable[str] | None = None,
-                     perturbations: str | Iterable[str] | None = None,
-                     selections: str | Iterable[str] | None = None, num_samples: int = 5000,
-                     kernel_width: float = 25.0, backend: str = "auto", jobs: int = 1,
-                     scheduler: str | None = None, chunk: int = 10, archive: str | None = None,
-                     progress: bool = True, target: int | str = 1,
-                     device: str = "cpu", command: Sequence[str] | None = None,
-                     settings: Mapping[str, Mapping[str, Any]] | None = None) -> RunReport:
-    """Run (or resume) the faithfulness study into the folder ``out`` (module docstring;
-    ``settings``: further settings per method, e.g. ``{"SmoothGrad": {"n_samples": 20}}``;
+def run_faithfulness(out: Any, *, jobs: int = 1, scheduler: str | None = None,
+                     progress: bool = True, device: str = "cpu",
+                     command: Sequence[str] | None = None, **study: Any) -> RunReport:
+    """Run (or resume) the faithfulness study into the folder ``out`` (module docstring);
+    ``study``: :class:`FaithfulnessStudy`'s arguments (``profile``, ``reviews``, ``methods``,
+    ``settings``: further settings per method, e.g. ``{"SmoothGrad": {"n_samples": 20}}``,
+    ``lime`` or any of LIME's fields, ...); ``jobs``, ``scheduler``, ``device``: where it runs;
     ``command``: for the run log, :func:`attnxai.experiment.run`)."""
-    study = FaithfulnessStudy(profile=profile, reviews=reviews, methods=methods,
-                              perturbations=perturbations, selections=selections,
-                              num_samples=num_samples, kernel_width=kernel_width,
-                              backend=backend, chunk=chunk, archive=archive, target=target,
-                              settings=settings)
-    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
-               command=command)
+    return run(FaithfulnessStudy(**study), out, jobs=jobs, scheduler=scheduler,
+               progress=progress, device=device, command=command)
 
 
 # ---------------------------------------------------------------- reading the results
