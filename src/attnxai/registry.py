@@ -98,10 +98,11 @@ def position_scores(model: Any, ids: Tensor, target: int = 1,
     try:
         methods = validate.names(methods, POSITION_METHODS, kind="method", allow_empty=True)
     except ValueError as exc:
-        if any(isinstance(m, str) and m in METHODS for m in ([methods] if isinstance(methods, str)
-                                                             else methods)):
-            raise ValueError(f"{exc} (the others score words or one text: use "
-                             "attnxai.explain)") from None
+        asked = [methods] if isinstance(methods, str) else list(methods)
+        other = [m for m in asked if isinstance(m, str) and m in METHODS]
+        if other:
+            raise ValueError(f"{exc} ({', '.join(f'{m} is per {METHODS[m].level}' for m in other)}"
+                             ", of one text: use attnxai.explain)") from None
         raise
     shared: dict[str, Any] = {}
     out = {}
