@@ -16,6 +16,7 @@ This module sits below the closed forms, fastlime and the registry (it imports o
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -55,14 +56,13 @@ class LimeSettings:
         "LIME's compiled loops: auto, numba or numpy (the same numbers)"))
 
     def __post_init__(self):
-        validate.num_samples(self.num_samples)
-        object.__setattr__(self, "kernel_width", validate.kernel_width(self.kernel_width))
-        validate.bow(self.bow)
-        if not isinstance(self.mask_string, str) or not self.mask_string.strip():
-            raise ValueError(f"mask_string must be a non-empty str, got {self.mask_string!r}")
-        if self.seed is not None:
-            validate.random_state(self.seed)
-        validate.choice(self.backend, "backend", ("auto", "numba", "numpy"))
+        self._check(tuple(_LIME_CHECKS))
+
+    def _check(self, names: tuple[str, ...]) -> None:
+        """Check the fields ``names`` (each by its rule in :data:`_LIME_CHECKS`), storing the
+        normalised value (``kernel_width`` as a float)."""
+        for name in names:
+            object.__setattr__(self, name, _LIME_CHECKS[name](getattr(self, name)))
 
     @classmethod
     def of(cls, settings: LimeSettings | None = None, /, **given: Any) -> LimeSettings:
@@ -77,7 +77,42 @@ class LimeSettings:
         return LimitSettings.of(kernel_width=self.kernel_width, bow=self.bow, **given)
 
 
+def _mask_string(value: Any) -> str:
+    # (whether the model reads it as its unknown word is the model's check:
+    # attnxai.fastlime.check_mask_string)
+    if not isinstance(value, str):
+        raise TypeError(f"mask_string must be a str, got {type(value).__name__}")
+    return value
+
+
+def _seed(value: Any) -> int | None:
+    if value is not None:
+        validate.random_state(value)
+    return value
+
+
+def _checked(check: Any) -> Any:
+    """A rule that checks a value and keeps it as given."""
+    def rule(value: Any) -> Any:
+        check(value)
+        return value
+    return rule
+
+
+#: How each field of :class:`LimeSettings` is checked (and normalised): the one place.
+_LIME_CHECKS = {
+    "num_samples": _checked(validate.num_samples),
+    "kernel_width": validate.kernel_width,
+    "bow": _checked(validate.bow),
+    "mask_string": _mask_string,
+    "seed": _seed,
+    "backend": _checked(lambda v: validate.choice(v, "backend", ("auto", "numba", "numpy"))),
+}
+
+
 def _replaced(cls: type, settings: Any, given: dict[str, Any], what: str) -> Any:
+    """``settings`` with the fields ``given`` replaced. A :class:`LimeSettings` checks only the
+    fields replaced (the others were checked when it was built)."""
     if settings is not None and not isinstance(settings, cls):
         raise TypeError(f"settings must be a {cls.__name__}, got {type(settings).__name__}")
     fields = [f.name for f in dataclasses.fields(cls)]
@@ -86,7 +121,15 @@ def _replaced(cls: type, settings: Any, given: dict[str, Any], what: str) -> Any
         raise TypeError(f"unknown setting(s) {unknown} of {what}; its settings are {fields}")
     if settings is None:
         return cls(**given)
-    return dataclasses.replace(settings, **given) if given else settings
+    if not given:
+        return settings
+    if not hasattr(cls, "_check"):
+        return dataclasses.replace(settings, **given)
+    new = copy.copy(settings)
+    for name, value in given.items():
+        object.__setattr__(new, name, value)
+    new._check(tuple(given))
+    return new
 
 
 @dataclass(frozen=True)

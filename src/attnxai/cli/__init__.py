@@ -5,13 +5,22 @@ takes the parsed namespace and returns an exit code. The flags mean the same in 
 (``--profile``, ``--methods``, ``--num-samples``, ``--kernel-width``, ``--target``, ``--set``,
 ``--no-progress``), and every command that could use a flag takes it (``--no-progress``: a
 training, a study, an explanation; ``--set METHOD.FIELD=VALUE``: any method's settings, for
-``explain`` and ``faithfulness``); an old spelling still works and says which to use.
+``explain`` and ``faithfulness``); an old spelling still works and says which to use. LIME's
+flags (``--num-samples``, ``--kernel-width``, ``--mask-string``) are generated from
+:class:`attnxai.limit_settings.LimeSettings`' fields (:func:`attnxai.cli.flags.add_settings_flags`:
+type, default and help written once, in the dataclass), and the settings object they build, checked
+there once, goes whole to the study or explanation.
+
+The commands live one group per module: :mod:`~attnxai.cli.models` (train, info, publish-models,
+adopt), :mod:`~attnxai.cli.studies` (the corpus studies), :mod:`~attnxai.cli.explain`,
+:mod:`~attnxai.cli.notebooks`; :mod:`~attnxai.cli.flags` holds the flags they share.
 
 Errors a user can fix (a wrong value, a file or folder the system refuses, a damaged checkpoint, a
 package to install, a request over the memory budget: ``ValueError``, ``OSError``,
 :class:`attnxai.errors.UserError`) print one line and exit with status 2; anything else is a bug
-and keeps its traceback. ``--debug`` shows the traceback of every error. SIGTERM stops a command as Ctrl-C does (exit status 130): a run's
-worker processes are killed and a cluster client closed on the way out.
+and keeps its traceback. ``--debug`` shows the traceback of every error. SIGTERM stops a command
+as Ctrl-C does (exit status 130): a run's worker processes are killed and a cluster client closed
+on the way out.
 """
 
 from __future__ import annotations

@@ -231,16 +231,17 @@ def _model(model: ModelRef | str):
     return model.load() if isinstance(model, ModelRef) else _load(model)
 
 
-def _run_chunk(model: ModelRef | str, settings: dict[str, Any], approximations: dict[str, Any],
-               items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Worker: the rows of a chunk of (review, bow) items, one torch and one BLAS thread."""
+def _run_chunk(model: ModelRef | str, lime: LimeSettings, repeats: int,
+               approximations: dict[str, Any], items: list[dict[str, Any]]
+               ) -> list[dict[str, Any]]:
+    """Worker: the rows of a chunk of (review, bow) items, one torch and one BLAS thread, with
+    the study's LIME settings (the object, checked once when the study was built)."""
     pre = _model(model)
     rows = []
     with single_threaded():
         for item in items:
-            seeds = [lime_seed(item["test_index"], r) for r in range(settings["repeats"])]
-            row = lime_row(pre, item["text"], bow=item["bow"], seeds=seeds,
-                           lime=LimeStudySettings(**settings).lime,
+            seeds = [lime_seed(item["test_index"], r) for r in range(repeats)]
+            row = lime_row(pre, item["text"], bow=item["bow"], seeds=seeds, lime=lime,
                            approximations=approximations)
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
@@ -317,7 +318,7 @@ class LimeCorpus(Study):
         if repeats >= 1000:
             raise ValueError(f"repeats must be < 1000 (seeds are 1000 * index + repeat), got "
                              f"{repeats}")
-        lime = LimeSettings.of(lime, **lime_fields)
+        self.lime_settings = lime = LimeSettings.of(lime, **lime_fields)
         num_samples, mask_string = lime.num_samples, lime.mask_string
         self.chunk = validate.positive_int(chunk, "chunk")
         self.bows = _parse_bow(bow)
@@ -349,8 +350,8 @@ class LimeCorpus(Study):
         return self.pre
 
     def task(self):
-        return functools.partial(_run_chunk, self.model_ref(), self.settings(),
-                                 self.approximations)
+        return functools.partial(_run_chunk, self.model_ref(), self.lime_settings,
+                                 self.lime.repeats, self.approximations)
 
     def finish(self, out: Path, jobs: int, client: Any, progress: bool) -> int:
         """Add the columns of approximations missing from finished parts (rows keep their LIME

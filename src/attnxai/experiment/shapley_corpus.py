@@ -189,9 +189,7 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
     with single_threaded():
         for item in items:
             row = agreement_row(pre, item["text"], test_index=item["test_index"],
-                                mode=item["mode"], num_samples=settings["num_samples"],
-                                kernel_width=settings["kernel_width"],
-                                **settings.get("lime settings", {}),
+                                mode=item["mode"], lime=settings["lime"],
                                 settings=settings.get("method settings"))
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
@@ -257,10 +255,7 @@ class ShapleyCorpus(Study):
 
     def task(self):
         return functools.partial(_run_chunk, self.model_ref(),
-                                 {"num_samples": self.num_samples,
-                                  "kernel_width": self.kernel_width,
-                                  "lime settings": self._other_lime_fields(),
-                                  "method settings": self.method_settings})
+                                 {"lime": self.lime, "method settings": self.method_settings})
 
 
 def run_shapley_corpus(out: Any, *, jobs: int = 1, scheduler: str | None = None,
@@ -283,7 +278,7 @@ def agreement_table(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.9
     explanation) are left out of their column."""
     import pandas as pd
 
-    from .faithfulness import bootstrap_means
+    from .faithfulness_tables import bootstrap_means
 
     rows = []
     for mode in MODES:
