@@ -24,6 +24,7 @@ limit is LIME's large-sample limit, so it takes LIME's ``kernel_width`` and ``bo
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -182,16 +183,28 @@ def study_settings(methods: Sequence[str], test_index: int,
                    given: Mapping[str, Mapping[str, Any]] | None = None
                    ) -> dict[str, dict[str, Any]]:
     """The settings a corpus study gives its methods on test review ``test_index``: ``given``
-    (per method) and each random method's seed from its ``study_seed`` rule."""
-    out = {m: dict(v) for m, v in (given or {}).items() if m in methods}
+    (per method: a dict of fields, or a settings object, which keeps its other fields) and each
+    random method's seed from its ``study_seed`` rule."""
+    out = {m: v if isinstance(v, METHODS[m].settings) else dict(v)
+           for m, v in (given or {}).items() if m in methods}
     for m in methods:
         rule = METHODS[m].study_seed
         if rule is not None:
-            if "seed" in out.get(m, {}):
+            own = out.get(m, {})
+            if (own.seed is not None) if isinstance(own, METHODS[m].settings) else "seed" in own:
                 raise ValueError(f"{m}'s seed is the study's (one per review: "
                                  f"{rule.__name__}(test_index)): do not set it")
-            out.setdefault(m, {})["seed"] = rule(int(test_index))
+            seed = rule(int(test_index))
+            out[m] = _with_seed(own, seed) if isinstance(own, METHODS[m].settings) else \
+                {**own, "seed": seed}
     return out
+
+
+def _with_seed(settings: Any, seed: int) -> Any:
+    """A settings object with its ``seed`` replaced (checked alone where the class can)."""
+    cls = type(settings)
+    return cls.of(settings, seed=seed) if hasattr(cls, "of") else \
+        dataclasses.replace(settings, seed=seed)
 
 
 def study_records(methods: Sequence[str]) -> dict[str, str]:

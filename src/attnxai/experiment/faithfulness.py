@@ -100,14 +100,14 @@ def review_explanation(pre: Any, text: str, *, test_index: int,
         return explain(pre, text, list(methods), target=target, settings=given)
 
 
-#: The fields of the study's LIME settings it always gives (and records): the others only where
-#: they differ from their defaults (so a ``--set`` of LIME's limit can still choose its ``bow``).
+#: The fields of the study's LIME settings it always records (and gives a method that follows
+#: LIME when LIME itself does not run): the others only where they differ from their defaults.
 STUDY_LIME_FIELDS = ("num_samples", "kernel_width")
 
 
 def _lime_fields(lime: LimeSettings, method: str) -> dict[str, Any]:
-    """The fields of the study's LIME settings that ``method`` takes: all of LIME's (its seed is
-    the study's), those a method following LIME shares with it (:data:`attnxai.registry.SHARED`)."""
+    """The fields of the study's LIME settings that ``method`` takes when LIME does not run: those
+    a method following LIME shares with it (:data:`attnxai.registry.SHARED`)."""
     entry = METHODS[method]
     if method == "LIME":
         names = [f.name for f in dataclasses.fields(LimeSettings) if f.name != "seed"]
@@ -122,12 +122,19 @@ def _lime_fields(lime: LimeSettings, method: str) -> dict[str, Any]:
 
 def _review_settings(methods: Sequence[str], test_index: int, lime: LimeSettings,
                      settings: Mapping[str, Mapping[str, Any]] | None
-                     ) -> dict[str, dict[str, Any]]:
-    """The settings of one review's methods: the study's LIME settings where a method takes them
-    (:func:`_lime_fields`), its further ``settings``, its seed for this review."""
-    given: dict[str, dict[str, Any]] = {}
+                     ) -> dict[str, Any]:
+    """The settings of one review's methods: the study's LIME settings, whole (its ``--set``
+    fields replaced; the methods that follow LIME share them, :func:`attnxai.explain`), or, when
+    LIME does not run, the fields a follower takes (:func:`_lime_fields`); each method's further
+    ``settings``; its seed for this review."""
+    settings = settings or {}
+    given: dict[str, Any] = {}
     for m in methods:
-        given[m] = {**_lime_fields(lime, m), **(settings or {}).get(m, {})}
+        if m == "LIME":
+            given[m] = LimeSettings.of(lime, **settings.get(m, {}))
+        else:
+            lead = {} if "LIME" in methods else _lime_fields(lime, m)
+            given[m] = {**lead, **settings.get(m, {})}
     return {m: v for m, v in study_settings(methods, test_index, given).items() if v}
 
 

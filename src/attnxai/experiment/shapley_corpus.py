@@ -28,7 +28,6 @@ them (``"method settings"``), so a folder is never resumed under other settings.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import time
@@ -150,11 +149,11 @@ def agreement_row(pre: Any, text: str, *, test_index: int, mode: str,
     names = {k: v[mode] for k, v in COMPARED.items()}
     further = method_settings(settings) if settings else {}      # (this mode's below)
     further = {m: f for m, f in further.items() if m in names.values()}
-    given = {"LIME": dataclasses.asdict(LimeSettings.of(lime, bow=bow,
-                                                        seed=1000 * int(test_index))),
+    given: dict[str, Any] = {"LIME": LimeSettings.of(lime, bow=bow, seed=1000 * int(test_index)),
              "LIME limit": dict(LIMIT_SETTINGS[mode])}
     for m, fields in further.items():
-        given[m] = {**given.get(m, {}), **fields}
+        given[m] = LimeSettings.of(given[m], **fields) if m == "LIME" else \
+            {**given.get(m, {}), **fields}
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
