@@ -117,3 +117,20 @@ def test_fastlime_takes_the_object_or_its_fields():
     assert not np.array_equal(a.coef, c.coef)
     reps = fastlime.explain_repeats(pre, text, [7, 8], s)
     assert np.array_equal(reps[0].coef, a.coef) and not np.array_equal(reps[1].coef, a.coef)
+
+
+def test_the_studies_take_lime_whole_or_by_fields_and_refuse_other_keywords():
+    from attnxai.experiment import faithfulness as XF
+    from attnxai.experiment import lime_corpus as XL
+    from attnxai.experiment import shapley_corpus as XS
+    from attnxai.limit_settings import LimeSettings
+
+    s = LimeSettings(num_samples=300)
+    assert XL.study_lime(s, {}, "X") is s                        # whole: not rebuilt
+    assert XL.study_lime(s, {"kernel_width": 5}, "X") == LimeSettings(num_samples=300,
+                                                                     kernel_width=5.0)
+    for study in (XF.FaithfulnessStudy, XL.LimeCorpus, XS.ShapleyCorpus):
+        with pytest.raises(TypeError, match=r"got unexpected keyword argument\(s\) \['reviws'\]"):
+            study(reviws=3)                                      # before any model is loaded
+        with pytest.raises(ValueError, match="kernel_width must be > 0"):
+            study(kernel_width=0.0)

@@ -54,7 +54,7 @@ from ..threads import single_threaded
 from .faithfulness_tables import (GROUPS, SUMMARY_METRICS, agreement_summary, bootstrap_means,
                                   curve_summary, faithfulness_summary, metric_column,
                                   read_summary, tie_spread)
-from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
+from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews, study_lime
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
@@ -257,7 +257,7 @@ class FaithfulnessStudy(Study):
                                          default=DEFAULT_SELECTIONS, text=True)
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
-        self.lime = LimeSettings.of(lime.pop("lime", None), **lime)
+        self.lime = study_lime(lime.pop("lime", None), lime, "FaithfulnessStudy")
         self.method_settings, resolved = _method_settings(settings, self.methods, self.lime)
         # LIME's samples and width (its limit shares the width), checked by their settings
         # classes above and recorded only where a method takes them

@@ -25,6 +25,7 @@ rows on the next run (their LIME numbers are kept).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -46,7 +47,8 @@ from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeStudySettings", "approximation_columns",
            "approximation_names", "full_length_reviews", "lime_row", "lime_seed",
-           "lime_summary", "ordered_reviews", "review_order", "review_text", "run_lime_corpus"]
+           "lime_summary", "ordered_reviews", "review_order", "review_text", "run_lime_corpus",
+           "study_lime"]
 
 #: Seed of the permutation that orders the test reviews (the paper's arXiv number, 2402.03485).
 ORDER_SEED = 240203485
@@ -141,11 +143,16 @@ class LimeStudySettings:
     order_seed: int = ORDER_SEED
     seed_rule: str = "1000 * test_index + repeat"
 
-    @property
-    def lime(self) -> LimeSettings:
-        """The LIME settings every row runs (its ``bow`` and seeds aside)."""
-        return LimeSettings(num_samples=self.num_samples, kernel_width=self.kernel_width,
-                            mask_string=self.mask_string)
+
+def study_lime(lime: LimeSettings | None, fields: Mapping[str, Any], study: str) -> LimeSettings:
+    """A study's LIME settings: ``lime`` (default lime's) with ``fields`` replaced; a keyword that
+    is not a field of :class:`~attnxai.limit_settings.LimeSettings` is the study's typo."""
+    known = [f.name for f in dataclasses.fields(LimeSettings)]
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        raise TypeError(f"{study} got unexpected keyword argument(s) {unknown}: neither its own "
+                        f"nor one of LIME's settings {known}")
+    return LimeSettings.of(lime, **fields)
 
 
 # ---------------------------------------------------------------- one review
@@ -318,20 +325,19 @@ class LimeCorpus(Study):
         if repeats >= 1000:
             raise ValueError(f"repeats must be < 1000 (seeds are 1000 * index + repeat), got "
                              f"{repeats}")
-        self.lime_settings = lime = LimeSettings.of(lime, **lime_fields)
-        num_samples, mask_string = lime.num_samples, lime.mask_string
+        self.lime_settings = lime = study_lime(lime, lime_fields, "LimeCorpus")
         self.chunk = validate.positive_int(chunk, "chunk")
         self.bows = _parse_bow(bow)
         self.approximations = _approximations(approximations)
         self.pre = study_model(profile, archive)
-        self.lime = LimeStudySettings(profile=self.pre.config["train"]["profile"],
-                                 model=self.pre.path.name, repeats=repeats,
-                                 num_samples=num_samples, kernel_width=lime.kernel_width,
-                                 mask_string=mask_string)
+        self.lime = LimeStudySettings(  # the record: what a resumed folder compares
+            profile=self.pre.config["train"]["profile"], model=self.pre.path.name,
+            repeats=repeats, num_samples=lime.num_samples, kernel_width=lime.kernel_width,
+            mask_string=lime.mask_string)
         if False in self.bows:
-            check_mask_string(self.pre, mask_string)
+            check_mask_string(self.pre, lime.mask_string)
         # the longest review's LIME within the memory budget, before anything runs
-        check_memory(num_samples, self.pre.model.max_len - 1)
+        check_memory(lime.num_samples, self.pre.model.max_len - 1)
         self.data = study_test_set(archive, self.reviews)
 
     def settings(self) -> dict[str, Any]:

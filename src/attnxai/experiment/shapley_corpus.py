@@ -42,7 +42,7 @@ from ..explanation import explain
 from ..limit_settings import LimeSettings
 from ..registry import METHODS
 from ..threads import single_threaded
-from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
+from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews, study_lime
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
@@ -209,7 +209,7 @@ class ShapleyCorpus(Study):
         """``lime``: LIME's settings (``**lime_fields``: any of their fields replaced, e.g.
         ``num_samples=200``; its ``bow`` is each mode's, its seed the review's)."""
         self.reviews = validate.positive_int(reviews, "reviews")
-        self.lime = LimeSettings.of(lime, **lime_fields)
+        self.lime = study_lime(lime, lime_fields, "ShapleyCorpus")
         self.num_samples, self.kernel_width = self.lime.num_samples, self.lime.kernel_width
         self.chunk = validate.positive_int(chunk, "chunk")
         self.modes = [validate.choice(m, "mode", tuple(MODES)) for m in dict.fromkeys(modes)]
