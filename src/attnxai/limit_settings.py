@@ -82,6 +82,8 @@ def _mask_string(value: Any) -> str:
     # attnxai.fastlime.check_mask_string)
     if not isinstance(value, str):
         raise TypeError(f"mask_string must be a str, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"mask_string must be a non-empty str, got {value!r}")
     return value
 
 
