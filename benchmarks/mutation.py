@@ -189,7 +189,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "stopping when one standard error (not the 95 % half-width) is within tol",
            label="prop-deletion-sampled", tests=SAMPLED),
     Mutant("study-settings-dropped", "experiment/shapley_corpus.py",
-           "given[m] = {**given.get(m, {}), **fields}", "given[m] = given.get(m, {})",
+           "{**given.get(m, {}), **fields}", "given.get(m, {})",
            "the agreement study's --set settings checked but not given to the methods",
            tests=("tests/test_shapley_corpus.py::test_further_settings_reach_the_row_and_are_checked",)),
     Mutant("sampled-shuffle", "theory/deletion_sampled.py",

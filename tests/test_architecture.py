@@ -30,7 +30,7 @@ def test_every_module_is_in_a_layer():
 
 
 ROOMS = ("model", "model.store", "store", "store.results", "chapters", "experiment", "perturbation",
-         "theory.lime_kernels", "theory.lime_text")
+         "theory.lime_kernels", "theory.lime_text", "methods", "cli")
 
 
 def _modules(folder: Path) -> set[str]:

@@ -170,3 +170,36 @@ def test_settings_as_text_follow_the_fields_types():
         parse_settings(["LIME.bow=yes"])
     with pytest.raises(ValueError, match="'none' is not of type int"):
         parse_settings(["LIME.num_samples=none"])          # a field that cannot be None
+
+
+def test_lime_flags_are_generated_from_the_settings_and_checked_before_any_work(
+        monkeypatch, tmp_path, capsys):
+    import argparse
+
+    from attnxai.cli.flags import add_settings_flags, settings_from_args
+    from attnxai.limit_settings import LimeSettings
+
+    p = argparse.ArgumentParser()
+    add_settings_flags(p, LimeSettings, ("num_samples", "kernel_width", "mask_string"))
+    args = p.parse_args([])
+    assert settings_from_args(args, LimeSettings, ("num_samples", "kernel_width",
+                                                   "mask_string")) == LimeSettings()
+    args = p.parse_args(["--kernel-width", "2.5", "--num-samples", "40"])
+    assert settings_from_args(args, LimeSettings, ("num_samples", "kernel_width")) == \
+        LimeSettings(num_samples=40, kernel_width=2.5)
+    with pytest.raises(TypeError, match="no flag"):
+        add_settings_flags(argparse.ArgumentParser(), LimeSettings, ("bow",))
+
+    def no_model(*a, **k):
+        raise AssertionError("the model was loaded before the settings were checked")
+
+    monkeypatch.setattr(trained, "pretrained", no_model)
+    for argv in (["explain", "good film", "--kernel-width", "0"],
+                 ["faithfulness", "--out", str(tmp_path / "f"), "--kernel-width", "-1"],
+                 ["shapley-experiment", "--out", str(tmp_path / "s"), "--num-samples", "1"],
+                 ["lime-experiment", "--out", str(tmp_path / "l"), "--kernel-width", "nan"]):
+        assert cli_main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert re.search(r"kernel_width must be > 0|num_samples", err), err
+        if argv[0] != "explain":
+            assert not (tmp_path / argv[2]).exists()            # no results folder begun

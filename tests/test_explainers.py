@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnxai import AttentionClassifier, corpus, explainers
+from attnxai import AttentionClassifier, corpus, explainers, registry
 from attnxai.model.interface import iter_batches
 from conftest import random_model
 
@@ -110,14 +110,14 @@ def test_summarize_gradient_shape_check():
 def test_explain_all_methods():
     model = tiny()
     ids = batch(model)
-    out = explainers.position_scores(model, ids)
-    assert list(out) == list(explainers.POSITION_METHODS)
+    out = registry.position_scores(model, ids)
+    assert list(out) == list(registry.POSITION_METHODS)
     assert all(v.shape == ids.shape for v in out.values())
-    assert list(explainers.position_scores(model, ids, methods=["GxI", "alpha-max"])) == ["GxI", "alpha-max"]
+    assert list(registry.position_scores(model, ids, methods=["GxI", "alpha-max"])) == ["GxI", "alpha-max"]
     with pytest.raises(ValueError, match="LIME is per word"):
-        explainers.position_scores(model, ids, methods=["LIME"])
+        registry.position_scores(model, ids, methods=["LIME"])
     with pytest.raises(ValueError, match="unknown method"):
-        explainers.position_scores(model, ids, methods=["saliency"])
+        registry.position_scores(model, ids, methods=["saliency"])
 
 
 def test_bad_inputs():
@@ -131,7 +131,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="target class 2 does not exist"):
         explainers.gradient(model, batch(model), target=2)
     with pytest.raises(ValueError, match="target class 7 does not exist"):
-        explainers.position_scores(model, batch(model), target=7)
+        registry.position_scores(model, batch(model), target=7)
     with pytest.raises(TypeError, match="ClassifierBase"):
         explainers.attention(torch.nn.Linear(2, 2), batch(model))
     with pytest.raises(TypeError, match="target must be an int"):
@@ -184,7 +184,7 @@ def test_corpus_statistics_tiny():
     assert len(st["alpha_all"]) == len(st["gxi_all"]) == 14
     assert st["logits"].shape == (3, 2) and ((st["head_tops"] >= 1) & (st["head_tops"] <= 3)).all()
     # the flag agrees with a direct computation
-    ex = explainers.position_scores(model, model.collate(seqs))
+    ex = registry.position_scores(model, model.collate(seqs))
     alpha = ex["alpha-avg"].clone()
     alpha[:, 0] = float("nan")
     top = torch.nan_to_num(alpha, nan=-1).argmax(1)

@@ -67,8 +67,8 @@ def test_explain_gives_each_methods_own_numbers(pre):
     assert all(v.shape == (n,) and np.isfinite(v).all() for v in ex.token_scores.values())
     assert all(v.shape == (d,) for v in ex.word_scores.values())
     ids = torch.as_tensor(ex.ids)[None]
-    pos = explainers.position_scores(pre.model, ids)
-    for m in explainers.POSITION_METHODS:
+    pos = registry.position_scores(pre.model, ids)
+    for m in registry.POSITION_METHODS:
         np.testing.assert_array_equal(ex.token_scores[m], pos[m][0, 1:].numpy())
     res = fastlime.explain_instance(pre, text, num_samples=300, random_state=4)
     np.testing.assert_array_equal(ex.word_scores["LIME"], res.coef)
@@ -246,7 +246,8 @@ def test_renderings(pre, tmp_path):
     assert doc["tokens"] == ex.tokens and list(doc["token_scores"]) == list(PAPER_METHODS)
     assert doc["word_scores"]["LIME"] == ex.word_scores["LIME"].tolist()
     assert doc["settings"]["LIME"] == {"num_samples": 300, "kernel_width": 25.0, "bow": True,
-                                       "seed": DEFAULT_SEED, "backend": "auto"}
+                                       "mask_string": "UNK", "seed": DEFAULT_SEED,
+                                       "backend": "auto"}
     page = ex.to_html()
     assert page.startswith("<!DOCTYPE html>") and page.count("<tr>") == len(PAPER_METHODS)
     assert "LIME: 300 samples" in page and ">boring<" in page

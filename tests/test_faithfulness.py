@@ -15,7 +15,7 @@ from conftest import make_tiny, random_model, tiny_text
 from scipy.stats import kendalltau
 
 import attnxai
-from attnxai import explainers
+from attnxai import explainers, registry
 from attnxai import perturbation as F
 from attnxai.experiment import faithfulness as XF
 from attnxai.experiment import load_results, review_order
@@ -226,7 +226,7 @@ def test_tied_words_enter_rationales_in_reading_order():
 def test_unsigned_scores_positive_rule_equals_abs_rule():
     pre = make_tiny(seed=4)
     ids = _doc(pre, 20, seed=2)
-    pos = explainers.position_scores(pre.model, torch.as_tensor(ids)[None])
+    pos = registry.position_scores(pre.model, torch.as_tensor(ids)[None])
     scores = {m: pos[m][0, 1:].numpy() for m in ("alpha-avg", "alpha-max", "G-l1", "G-l2")}
     res = F.evaluate(pre, ids, scores)
     for m in scores:
@@ -240,7 +240,7 @@ def test_flipping_the_output_layer_negates_every_metric_of_attention():
     flipped = explainers.flip_output_layer(pre.model)
     ids = _doc(pre, 25, seed=3)
     T = torch.as_tensor(ids)[None]
-    pos, pos_f = (explainers.position_scores(m, T) for m in (pre.model, flipped))
+    pos, pos_f = (registry.position_scores(m, T) for m in (pre.model, flipped))
     np.testing.assert_allclose(pos["alpha-avg"], pos_f["alpha-avg"])          # unchanged
     np.testing.assert_allclose(pos["GxI"], -pos_f["GxI"], atol=1e-12)         # negated
     s = {m: pos[m][0, 1:].numpy() for m in pos}

@@ -390,7 +390,7 @@ def test_wide_score_range_falls_back_to_generic(model64, reviews):
     (dict(mask_string=None), TypeError, "mask_string must be a str"),
     (dict(bow=False, mask_string="the"), ValueError, "vocabulary word 'the'"),
     (dict(bow=False, mask_string="two words"), ValueError, "one token"),
-    (dict(bow=False, mask_string=""), ValueError, "one token"),
+    (dict(bow=False, mask_string=""), ValueError, "mask_string must be a non-empty str"),
     (dict(target=2), ValueError, "target class 2 does not exist"),
     (dict(target=-1), ValueError, "target must be a class index"),
     (dict(target=True), TypeError, "target must be an int"),

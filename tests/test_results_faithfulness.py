@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypo import documents, examples, models, scores, tensor
 from scipy.stats import kendalltau
 
-from attnxai import explainers
+from attnxai import explainers, registry
 from attnxai import perturbation as F
 
 SELS = ("abs", "positive", "signed")
@@ -34,7 +34,7 @@ def _score_sets(model, ids, data):
     """The position scores of the model's own explainers, and two drawn vectors (ties, zeros,
     signs; one of them non-positive everywhere, so that the positive rule selects nothing)."""
     n = ids.size - 1
-    got = explainers.position_scores(model, tensor(ids), 1)
+    got = registry.position_scores(model, tensor(ids), 1)
     out = {m: v[0, 1:n + 1].double().numpy() for m, v in got.items()}
     out["drawn"] = data.draw(scores(n))
     out["drawn, no positive"] = -np.abs(data.draw(scores(n)))
@@ -192,8 +192,8 @@ def test_flipping_the_output_layer(spec, ids, ties, gain, data):
     flipped = explainers.flip_output_layer(model)
     n = ids.size - 1
     T = tensor(ids)
-    before = {m: v[0, 1:n + 1].double().numpy() for m, v in explainers.position_scores(model, T).items()}
-    after = {m: v[0, 1:n + 1].double().numpy() for m, v in explainers.position_scores(flipped, T).items()}
+    before = {m: v[0, 1:n + 1].double().numpy() for m, v in registry.position_scores(model, T).items()}
+    after = {m: v[0, 1:n + 1].double().numpy() for m, v in registry.position_scores(flipped, T).items()}
     before["alpha x s"] = explainers.alpha_times_score(model, T)[0, 1:n + 1].double().numpy()
     after["alpha x s"] = explainers.alpha_times_score(flipped, T)[0, 1:n + 1].double().numpy()
     unchanged, negated = ("alpha-avg", "alpha-max", "G-l1", "G-l2"), ("G-avg", "GxI", "alpha x s")

@@ -22,7 +22,7 @@ import torch
 from conftest import make_tiny
 
 import attnxai
-from attnxai import explainers, fastlime, theory
+from attnxai import explainers, fastlime, registry, theory
 from attnxai.text import TruncationWarning
 
 
@@ -61,7 +61,7 @@ def test_methods_given_as_one_str_are_refused(pre):
     """Found by the property tests: methods="LIME" was read as its letters ('unknown method(s)
     ['L', 'I', 'M', 'E']'). attnxai.explain: tests/test_explanation.py."""
     with pytest.raises(TypeError, match="methods must be a list"):
-        explainers.position_scores(pre.model, pre.encode("good film"), methods="G-avg")
+        registry.position_scores(pre.model, pre.encode("good film"), methods="G-avg")
 
 
 # ---------------------------------------------------------------- ids
@@ -75,7 +75,7 @@ def test_ids_without_cls_or_with_cls_inside_are_refused(pre, ids, msg):
     ids = torch.tensor(ids)
     calls = [lambda: explainers.attention(pre.model, ids),
              lambda: explainers.gradient(pre.model, ids),
-             lambda: explainers.position_scores(pre.model, ids),
+             lambda: registry.position_scores(pre.model, ids),
              lambda: theory.gradient_closed_form(pre.model, ids),
              lambda: theory.lime_limit(pre.model, ids[0].numpy()),
              lambda: pre.model(ids)]

@@ -198,3 +198,18 @@ def test_paired_deletion_summary_is_the_paired_difference(small_run, tmp_path, m
     checks = pd.read_csv(tmp_path / "shapley_checks_routes.csv", comment="#")
     assert set(checks["positions"]) == {"binomial", "certified"}
     assert set(checks["mode"]) == {"delete"}
+
+
+def test_compared_methods_come_from_the_registry_in_the_folders_order():
+    # the columns of the committed results name pairs in this order: it must not move
+    assert SC.COMPARED == {
+        "Shapley": {"delete": "Shapley (delete)", "replace": "Shapley (replace)"},
+        "Banzhaf": {"delete": "Banzhaf (delete)", "replace": "Banzhaf (replace)"},
+        "LIME": {"delete": "LIME", "replace": "LIME"},
+        "LIME limit": {"delete": "LIME limit", "replace": "LIME limit"},
+        "IG": {"delete": "IG", "replace": "IG"},
+        "GxI": {"delete": "GxI", "replace": "GxI"},
+        "alpha-avg": {"delete": "alpha-avg", "replace": "alpha-avg"},
+    }
+    assert list(SC.COMPARED) == list(SC.compared_methods())
+    assert SC.pair_columns()[0] == "spearman__Shapley__Banzhaf"

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 import torch
 
-from attnxai import AttentionClassifier, explainers
+from attnxai import AttentionClassifier, explainers, registry
 from attnxai.model import symbolic
 from attnxai.text import TruncationWarning
 from attnxai.theory import gradient_theorem as tg
@@ -155,7 +155,7 @@ def test_corpus_terms():
     assert (df.share_query == 0).all()
     # against the explainers, token by token
     ids = model.collate(seqs)
-    ex = explainers.position_scores(model, ids)
+    ex = registry.position_scores(model, ids)
     np.testing.assert_allclose(df.gxi, ex["GxI"][:, 1:][~torch.isnan(ex["GxI"][:, 1:])].numpy())
     np.testing.assert_allclose(df.g_avg, ex["G-avg"][:, 1:][~torch.isnan(ex["G-avg"][:, 1:])].numpy())
     # value part of GxI is chapter 1's per-token contribution (1/K) sum_i alpha_t s_t

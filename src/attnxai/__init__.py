@@ -3,13 +3,19 @@
 Layers (each module imports only from the layers below it; ``tests/test_architecture.py`` runs
 import-linter's contracts from ``pyproject.toml``, one for the top level and one for each room)::
 
-    cli                          the command line
+    cli/                         the command line, one module per command group:
+        explain | models | notebooks | studies
+                                 explain | train, info, publish-models, adopt | notebooks |
+                                 the corpus studies
+        flags                    the shared flags, and those generated from a settings class
     course                       the chapters' launch cell, notebooks for Colab, student editions
     experiment/                  the corpus studies, run by one resumable runner:
         shapley_corpus | beyond_one_layer
                                  the agreement study (chapter 9) | layer by layer, training runs
         faithfulness             the faithfulness study (chapter 7)
-        lime_corpus | bookdata   the LIME corpus study | the committed summaries
+        lime_corpus | bookdata | faithfulness_tables
+                                 the LIME corpus study | the committed summaries | the
+                                 faithfulness study's tables and bootstrap intervals
         runner                   the one resumable runner (Study, run)
         cluster | workers | transport
                                  a Dask cluster | this process, local processes | the model
@@ -17,7 +23,14 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
     explorer                     (beside experiment) the book's explorer page: the tables it
                                  computes from, the model they hold, what the export changes
     explanation                  one text explained by any methods: explain(), Explanation
-    registry                     the methods explain() can run, their settings, the document
+    registry                     the methods explain() can run, assembled from methods/;
+                                 --set; what the studies read about each method
+    methods/                     one module per method family, each with its settings classes,
+                                 compute functions and Method entries:
+        attention | baselines | games | gradients | lime
+                                 alpha-avg, alpha-max, alpha x s | random, occlusion | Shapley,
+                                 Banzhaf, IG | G-avg, G-l1, G-l2, GxI, SmoothGrad | LIME, limit
+        base                     the Document a method reads, the Method entry
     theory/ | perturbation/      closed forms (theory/__init__ lists its modules; their compiled
                                  loops in theory/lime_kernels/: binomial, chain | bernoulli,
                                  arena; LIME for text's limit in theory/lime_text/: reference,
@@ -47,7 +60,8 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  the one device parser | lazy AdamW (the training's optimiser)
     words | data | text | limit_settings
                                  token <-> word scores | IMDb | tokenizer, vocabulary |
-                                 the settings of LIME's limit (theory and registry share them)
+                                 LIME's settings and its limit's (one type each, from the
+                                 command line to fastlime and the closed forms)
     validate | chapters/ | threads
                                  one validator per input | the chapters' helpers | thread limits
         chapters/: agreement | faithfulness | limitstudy | toymodels, plots | tables,

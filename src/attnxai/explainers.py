@@ -9,7 +9,6 @@ Position-level explainers (one score per token position)::
     attention(model, ids, "none")      per head                                        (B, K, T)
     gradient(model, ids, target)       grad_{e_t} f_target by automatic differentiation (B, T, d_e)
     gradient_summaries(...)            G-avg, G-l1, G-l2, GxI                           (B, T) each
-    position_scores(model, ids, ...)   any of the six above in a dict                   (B, T) each
     alpha_times_score(model, ids)      alpha x s, attention times the token's own score  (B, T)
     smoothgrad(model, ids, target)     the gradient averaged over noisy embeddings (B, T, d_e)
 
@@ -17,7 +16,8 @@ Position-level explainers (one score per token position)::
 adds a layer axis after the batch one). :func:`rollout` is attention rollout (Abnar & Zuidema,
 2020), the usual one-number-per-token summary of every layer's attention. LIME, which scores words
 rather than positions, is :func:`attnxai.fastlime.explain_instance`; :func:`attnxai.explain` puts
-every method side by side for a text, at token and word level (:mod:`attnxai.words`: a word's score
+every method side by side for a text, at token and word level; the registry's
+:func:`attnxai.registry.position_scores` gives any of the six above in a dict, for a batch (:mod:`attnxai.words`: a word's score
 is the sum of its occurrences').
 
 Shapes and alignment. ``ids`` is a (B, T0) integer tensor whose column 0 is ``[CLS]`` (as
@@ -35,21 +35,19 @@ positions that carry a score.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
-
 import torch
 from torch import Tensor
 
 from . import validate
 from .model.interface import ClassifierBase
 
-__all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "POSITION_METHODS", "alpha_times_score",
-           "attention", "flip_output_layer", "gradient", "gradient_summaries", "position_scores",
-           "rollout", "smoothgrad", "summarize_gradient", "valid_mask"]
+__all__ = ["ATTENTION_METHODS", "GRADIENT_METHODS", "alpha_times_score", "attention",
+           "flip_output_layer", "gradient", "gradient_summaries", "rollout", "smoothgrad",
+           "summarize_gradient", "valid_mask"]
 
-#: The position-level explainers of the paper's Figure 1 (LIME, the seventh, scores words:
-#: :mod:`attnxai.fastlime`; all seven on a text: :func:`attnxai.explain`).
-POSITION_METHODS = ("alpha-avg", "alpha-max", "G-avg", "G-l1", "G-l2", "GxI")
+#: The names of :func:`attention`'s two summaries and of :func:`summarize_gradient`'s four (the
+#: methods that use them are :mod:`attnxai.methods.attention` and
+#: :mod:`attnxai.methods.gradients`).
 ATTENTION_METHODS = ("alpha-avg", "alpha-max")
 GRADIENT_METHODS = ("G-avg", "G-l1", "G-l2", "GxI")
 
@@ -192,28 +190,6 @@ def gradient_summaries(model: ClassifierBase, ids: Tensor, target: int = 1) -> d
     """G-avg, G-l1, G-l2, GxI for every position: dict of (B, T), NaN on padding."""
     grad, e = gradient(model, ids, target, return_embeddings=True)
     return summarize_gradient(grad, e, valid_mask(model, ids))
-
-
-def position_scores(model: ClassifierBase, ids: Tensor, target: int = 1,
-                    methods: Iterable[str] = POSITION_METHODS, *,
-                    layer: int = 0) -> dict[str, Tensor]:
-    """The position-level explainers named in ``methods`` (see :data:`POSITION_METHODS`):
-    dict of (B, T), NaN on padding; attention from layer ``layer``."""
-    try:
-        methods = validate.names(methods, POSITION_METHODS, kind="method", allow_empty=True)
-    except ValueError as exc:
-        if "LIME" in methods:
-            raise ValueError(f"{exc} (LIME is per word: use attnxai.explain)") from None
-        raise
-    out: dict[str, Tensor] = {}
-    if "alpha-avg" in methods:
-        out["alpha-avg"] = attention(model, ids, "mean", layer=layer)
-    if "alpha-max" in methods:
-        out["alpha-max"] = attention(model, ids, "max", layer=layer)
-    if any(m in GRADIENT_METHODS for m in methods):
-        g = gradient_summaries(model, ids, target)
-        out.update({m: g[m] for m in methods if m in GRADIENT_METHODS})
-    return {m: out[m] for m in methods}
 
 
 def alpha_times_score(model: ClassifierBase, ids: Tensor, target: int = 1) -> Tensor:

@@ -240,7 +240,8 @@ def read_document(pre: Pretrained, text: str, target: int | str = 1
 
 # ---------------------------------------------------------------------- settings
 def _given(settings: Mapping[str, Any] | None, names: list[str]) -> dict[str, dict[str, Any]]:
-    """The settings given per method, as dicts of fields, checked against each method's fields."""
+    """The settings given per method, as dicts of fields, checked against each method's fields
+    (a settings object: all its fields, and the object itself under :data:`_OBJECT`)."""
     if settings is None:
         return {}
     if not isinstance(settings, Mapping):
@@ -256,8 +257,10 @@ def _given(settings: Mapping[str, Any] | None, names: list[str]) -> dict[str, di
                              f"({', '.join(names)})")
         cls = METHODS[name].settings
         if isinstance(given, cls):
-            given = {f.name: getattr(given, f.name) for f in dataclasses.fields(cls)}
-        elif not isinstance(given, Mapping):
+            out[name] = {**{f.name: getattr(given, f.name) for f in dataclasses.fields(cls)},
+                         _OBJECT: given}
+            continue
+        if not isinstance(given, Mapping):
             raise TypeError(f"settings[{name!r}] must be a dict or a {cls.__name__}, got "
                             f"{type(given).__name__}")
         known = [f.name for f in dataclasses.fields(cls)]
@@ -293,8 +296,27 @@ def _resolve(names: list[str], given: dict[str, dict[str, Any]], seed: int) -> d
         kw = given.get(m, {})
         if "seed" in {f.name for f in dataclasses.fields(cls)} and kw.get("seed") is None:
             kw = {**kw, "seed": seed}
-        out[m] = cls(**kw)
+        out[m] = _built(cls, kw)
     return out
+
+
+#: The key under which :func:`_given` keeps a settings object given whole.
+_OBJECT = "<settings object>"
+
+
+def _built(cls: type, kw: dict[str, Any]) -> Any:
+    """The settings object of the fields ``kw``: a settings object given whole is kept (checked
+    when it was built), with only the fields that changed replaced (and checked) where the class
+    can (``cls.of``, :class:`~attnxai.limit_settings.LimeSettings`)."""
+    kw = dict(kw)
+    base = kw.pop(_OBJECT, None)
+    if base is None:
+        return cls(**kw)
+    changed = {k: v for k, v in kw.items() if getattr(base, k) != v
+               or type(getattr(base, k)) is not type(v)}
+    if not changed:
+        return base
+    return cls.of(base, **changed) if hasattr(cls, "of") else dataclasses.replace(base, **changed)
 
 
 # ---------------------------------------------------------------------- explaining

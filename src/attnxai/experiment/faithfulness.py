@@ -46,11 +46,15 @@ import numpy as np
 
 from .. import validate
 from ..explanation import Explanation, explain, resolve_settings
+from ..limit_settings import LimeSettings
 from ..perturbation import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
-                            SELECTIONS, TIES, agreement, evaluate)
+                            SELECTIONS, agreement, evaluate)
 from ..registry import ALL_METHODS, METHODS, study_given, study_records, study_settings
 from ..threads import single_threaded
-from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
+from .faithfulness_tables import (GROUPS, SUMMARY_METRICS, agreement_summary, bootstrap_means,
+                                  curve_summary, faithfulness_summary, metric_column,
+                                  read_summary, tie_spread)
+from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews, study_lime
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
@@ -70,38 +74,23 @@ COLUMNS = {
     "seconds": "wall time for this review", "cpu_seconds": "CPU time for this review",
     "seconds_scores": "of which computing the explanations",
 }
-#: Per (method, perturbation, selection) numbers with a bootstrap interval in
-#: :func:`faithfulness_summary`.
-SUMMARY_METRICS = ("comprehensiveness", "sufficiency", "deletion_auc", "insertion_auc")
-#: The groups of reviews :func:`faithfulness_summary` reports: all, and by predicted class.
-GROUPS = ("all", "predicted positive", "predicted negative")
-
-
-def metric_column(method: str, perturbation: str, metric: str, selection: str | None = None,
-                  ties: str = "position") -> str:
-    """The results column of one number (``selection=None`` for ``tau_loo``, which does not
-    depend on the tie order; ``ties="ferret"``: the number under ferret's tie order)."""
-    if metric == "tau_loo":
-        return f"{method}__{perturbation}__tau_loo"
-    col = f"{method}__{perturbation}__{selection}__{metric}"
-    return col if ties == "position" else f"{col}__{ties}"
-
-
 def _has_ties(scores: np.ndarray) -> bool:
     return np.unique(scores).size < scores.size
 
 
 # ---------------------------------------------------------------- one review
 def review_explanation(pre: Any, text: str, *, test_index: int,
-                       methods: Sequence[str] = ALL_METHODS, num_samples: int = 5000,
-                       kernel_width: float = 25.0, target: int | str = 1,
-                       settings: Mapping[str, Mapping[str, Any]] | None = None) -> Explanation:
+                       methods: Sequence[str] = ALL_METHODS, lime: LimeSettings | None = None,
+                       target: int | str = 1,
+                       settings: Mapping[str, Mapping[str, Any]] | None = None,
+                       **lime_fields: Any) -> Explanation:
     """The study's explanations of one test review (:func:`attnxai.explain` with the study's
     seeds, :func:`attnxai.registry.study_settings`: LIME ``1000 * test_index``, SmoothGrad and the
-    random baseline ``test_index``). ``num_samples`` and ``kernel_width`` go to every method that
-    has such a setting (LIME; its limit shares the width); ``settings``: further settings per
-    method."""
-    given = _review_settings(methods, test_index, num_samples, kernel_width, settings)
+    random baseline ``test_index``). ``lime``: LIME's settings (``**lime_fields``: any of their
+    fields replaced, e.g. ``num_samples=200``), given to LIME and to the methods that follow it
+    (its limit shares the width); ``settings``: further settings per method."""
+    lime = LimeSettings.of(lime, **lime_fields)
+    given = _review_settings(methods, test_index, lime, settings)
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
@@ -111,36 +100,59 @@ def review_explanation(pre: Any, text: str, *, test_index: int,
         return explain(pre, text, list(methods), target=target, settings=given)
 
 
-def _review_settings(methods: Sequence[str], test_index: int, num_samples: int,
-                     kernel_width: float, settings: Mapping[str, Mapping[str, Any]] | None
-                     ) -> dict[str, dict[str, Any]]:
-    """The settings of one review's methods: the study's ``num_samples`` and ``kernel_width``
-    where a method has such a field, its further ``settings``, its seed for this review."""
-    given: dict[str, dict[str, Any]] = {}
+#: The fields of the study's LIME settings it always records (and gives a method that follows
+#: LIME when LIME itself does not run): the others only where they differ from their defaults.
+STUDY_LIME_FIELDS = ("num_samples", "kernel_width")
+
+
+def _lime_fields(lime: LimeSettings, method: str) -> dict[str, Any]:
+    """The fields of the study's LIME settings that ``method`` takes when LIME does not run: those
+    a method following LIME shares with it (:data:`attnxai.registry.SHARED`)."""
+    entry = METHODS[method]
+    if method == "LIME":
+        names = [f.name for f in dataclasses.fields(LimeSettings) if f.name != "seed"]
+    elif entry.follows is not None and entry.follows[0] == "LIME":
+        names = list(entry.follows[1])
+    else:
+        return {}
+    default = LimeSettings()
+    return {k: getattr(lime, k) for k in names
+            if k in STUDY_LIME_FIELDS or getattr(lime, k) != getattr(default, k)}
+
+
+def _review_settings(methods: Sequence[str], test_index: int, lime: LimeSettings,
+                     settings: Mapping[str, Mapping[str, Any]] | None
+                     ) -> dict[str, Any]:
+    """The settings of one review's methods: the study's LIME settings, whole (its ``--set``
+    fields replaced; the methods that follow LIME share them, :func:`attnxai.explain`), or, when
+    LIME does not run, the fields a follower takes (:func:`_lime_fields`); each method's further
+    ``settings``; its seed for this review."""
+    settings = settings or {}
+    given: dict[str, Any] = {}
     for m in methods:
-        fields = {f.name for f in dataclasses.fields(METHODS[m].settings)}
-        shared = {k: v for k, v in (("num_samples", num_samples),
-                                    ("kernel_width", kernel_width)) if k in fields}
-        given[m] = {**shared, **(settings or {}).get(m, {})}
+        if m == "LIME":
+            given[m] = LimeSettings.of(lime, **settings.get(m, {}))
+        else:
+            lead = {} if "LIME" in methods else _lime_fields(lime, m)
+            given[m] = {**lead, **settings.get(m, {})}
     return {m: v for m, v in study_settings(methods, test_index, given).items() if v}
 
 
 def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
                      perturbations: Sequence[str] = PERTURBATIONS,
-                     selections: Sequence[str] = DEFAULT_SELECTIONS, num_samples: int = 5000,
-                     kernel_width: float = 25.0, backend: str = "auto",
+                     selections: Sequence[str] = DEFAULT_SELECTIONS, backend: str = "auto",
                      target: int | str = 1,
-                     settings: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                     settings: Mapping[str, Mapping[str, Any]] | None = None,
+                     **lime: Any) -> dict[str, Any]:
     """The row of one review (module docstring): explanations, metrics, agreement, timings.
 
     ``target``: the explained class, 1 (the paper's logit 1, the default), 0, or ``"predicted"``
     (the model's predicted class on this review, ferret's default); every explainer explains that
     logit and ``p`` is that class's probability; ``settings``: the methods' further settings
-    (:func:`review_explanation`)."""
+    (:func:`review_explanation`); ``**lime``: LIME's settings as there (``lime=`` or fields)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    ex = review_explanation(pre, text, test_index=test_index, methods=methods,
-                            num_samples=num_samples, kernel_width=kernel_width, target=target,
-                            settings=settings)
+    ex = review_explanation(pre, text, test_index=test_index, methods=methods, target=target,
+                            settings=settings, **lime)
     c = ex.target
     t_scores = time.perf_counter() - t0
     res = evaluate(pre, ex.ids, ex.token_scores, target=c, perturbations=perturbations,
@@ -181,8 +193,8 @@ def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[
     return row
 
 
-def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, Any]]
-               ) -> list[dict[str, Any]]:
+def _run_chunk(model: ModelRef, settings: dict[str, Any], lime: LimeSettings,
+               items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Worker: the rows of a chunk of reviews, one torch and one BLAS thread, on the model the
     runner shipped (verified against its manifest)."""
     pre = model.load()
@@ -193,8 +205,7 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
                                    methods=settings["methods"],
                                    perturbations=settings["perturbations"],
                                    selections=settings["selections"],
-                                   num_samples=settings.get("num_samples"),
-                                   kernel_width=settings.get("kernel_width"),
+                                   lime=lime,
                                    backend=settings["backend"], target=settings["target"],
                                    settings=settings.get("method settings"))
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
@@ -204,14 +215,12 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
 
 # ---------------------------------------------------------------- the study
 def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None, methods: list[str],
-                     num_samples: int, kernel_width: float
-                     ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+                     lime: LimeSettings) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The study's further settings per method (``--set``), and every method's settings object
     as a review builds it (a review's own seed is the study's): every setting checked once,
     here."""
     given = study_given(settings, methods)
-    resolved = resolve_settings(methods, _review_settings(methods, 0, num_samples,
-                                                          kernel_width, given))
+    resolved = resolve_settings(methods, _review_settings(methods, 0, lime, given))
     return given, resolved
 
 
@@ -231,10 +240,12 @@ class FaithfulnessStudy(Study):
     def __init__(self, *, profile: str = "paper", reviews: int = 1000,
                  methods: str | Iterable[str] | None = None,
                  perturbations: str | Iterable[str] | None = None,
-                 selections: str | Iterable[str] | None = None, num_samples: int = 5000,
-                 kernel_width: float = 25.0, backend: str = "auto", chunk: int = 10,
-                 archive: str | None = None, target: int | str = 1,
-                 settings: Mapping[str, Mapping[str, Any]] | None = None):
+                 selections: str | Iterable[str] | None = None, backend: str = "auto",
+                 chunk: int = 10, archive: str | None = None, target: int | str = 1,
+                 settings: Mapping[str, Mapping[str, Any]] | None = None, **lime: Any):
+        """``settings``: the methods' further settings (``--set``); ``**lime``: LIME's settings,
+        ``lime=`` a :class:`~attnxai.limit_settings.LimeSettings` and/or any of its fields
+        (``num_samples=200``)."""
         from ..perturbation import BACKENDS
 
         self.reviews = validate.positive_int(reviews, "reviews")
@@ -246,8 +257,8 @@ class FaithfulnessStudy(Study):
                                          default=DEFAULT_SELECTIONS, text=True)
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
-        self.method_settings, resolved = _method_settings(settings, self.methods, num_samples,
-                                                          kernel_width)
+        self.lime = study_lime(lime.pop("lime", None), lime, "FaithfulnessStudy")
+        self.method_settings, resolved = _method_settings(settings, self.methods, self.lime)
         # LIME's samples and width (its limit shares the width), checked by their settings
         # classes above and recorded only where a method takes them
         self.num_samples = _field_of(resolved, "num_samples")
@@ -273,11 +284,21 @@ class FaithfulnessStudy(Study):
                 "words_to_positions": "every occurrence gets its word's coefficient",
                 **{k: v for k, v in (("num_samples", self.num_samples),
                                      ("kernel_width", self.kernel_width)) if v is not None},
+                **({"lime settings": other} if (other := self._other_lime_fields()) else {}),
                 # each method's own record (registry: compared when a results folder resumes)
                 **study_records(self.methods),
                 **({"method settings": self.method_settings} if self.method_settings else {}),
                 "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
                 "backend": self.backend}
+
+    def _other_lime_fields(self) -> dict[str, Any]:
+        """The study's LIME settings beyond :data:`STUDY_LIME_FIELDS` that a method takes (those
+        not at their defaults): recorded, and sent to the workers."""
+        given = {}
+        for m in self.methods:
+            given |= {k: v for k, v in _lime_fields(self.lime, m).items()
+                      if k not in STUDY_LIME_FIELDS}
+        return given
 
     def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
         reviews = ordered_reviews(self.data, self.reviews, self.pre.model.max_len)
@@ -288,191 +309,16 @@ class FaithfulnessStudy(Study):
         return self.pre                          # shipped to every worker once, verified
 
     def task(self):
-        return functools.partial(_run_chunk, self.model_ref(), self.settings())
+        return functools.partial(_run_chunk, self.model_ref(), self.settings(), self.lime)
 
 
-def run_faithfulness(out: Any, *, profile: str = "paper", reviews: int = 1000,
-                     methods: str | Iterable[str] | None = None,
-                     perturbations: str | Iterable[str] | None = None,
-                     selections: str | Iterable[str] | None = None, num_samples: int = 5000,
-                     kernel_width: float = 25.0, backend: str = "auto", jobs: int = 1,
-                     scheduler: str | None = None, chunk: int = 10, archive: str | None = None,
-                     progress: bool = True, target: int | str = 1,
-                     device: str = "cpu", command: Sequence[str] | None = None,
-                     settings: Mapping[str, Mapping[str, Any]] | None = None) -> RunReport:
-    """Run (or resume) the faithfulness study into the folder ``out`` (module docstring;
-    ``settings``: further settings per method, e.g. ``{"SmoothGrad": {"n_samples": 20}}``;
+def run_faithfulness(out: Any, *, jobs: int = 1, scheduler: str | None = None,
+                     progress: bool = True, device: str = "cpu",
+                     command: Sequence[str] | None = None, **study: Any) -> RunReport:
+    """Run (or resume) the faithfulness study into the folder ``out`` (module docstring);
+    ``study``: :class:`FaithfulnessStudy`'s arguments (``profile``, ``reviews``, ``methods``,
+    ``settings``: further settings per method, e.g. ``{"SmoothGrad": {"n_samples": 20}}``,
+    ``lime`` or any of LIME's fields, ...); ``jobs``, ``scheduler``, ``device``: where it runs;
     ``command``: for the run log, :func:`attnxai.experiment.run`)."""
-    study = FaithfulnessStudy(profile=profile, reviews=reviews, methods=methods,
-                              perturbations=perturbations, selections=selections,
-                              num_samples=num_samples, kernel_width=kernel_width,
-                              backend=backend, chunk=chunk, archive=archive, target=target,
-                              settings=settings)
-    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
-               command=command)
-
-
-# ---------------------------------------------------------------- reading the results
-def bootstrap_means(X: np.ndarray, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Means of the columns of ``X`` (n reviews, c quantities) and their percentile bootstrap
-    interval over reviews: ``n_boot`` resamples of the n reviews with replacement, the same
-    resamples for every column (so differences between columns are paired). NaN entries (e.g. a
-    tau of a constant explanation) are left out of their column's means."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim == 1:
-        X = X[:, None]
-    n = X.shape[0]
-    if n == 0:
-        nan = np.full(X.shape[1], np.nan)
-        return nan, nan, nan
-    n_boot = validate.positive_int(n_boot, "n_boot")
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    rng = np.random.default_rng(seed)
-    W = np.zeros((n_boot, n))
-    idx = rng.integers(0, n, size=(n_boot, n))
-    np.add.at(W, (np.repeat(np.arange(n_boot), n), idx.reshape(-1)), 1.0)
-    ok = np.isfinite(X)
-    X0 = np.where(ok, X, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = (W @ X0) / (W @ ok)
-        mean = X0.sum(0) / ok.sum(0)
-    a = (1 - level) / 2
-    lo, hi = np.nanquantile(means, [a, 1 - a], axis=0)
-    return mean, lo, hi
-
-
-def _group_masks(df) -> dict[str, np.ndarray]:
-    pred = df["predicted"].to_numpy()
-    return {"all": np.ones(len(df), bool), "predicted positive": pred == 1,
-            "predicted negative": pred == 0}
-
-
-def _settings_of(df, methods, perturbations, selections):
-    methods = methods or [c[len("scores__"):] for c in df.columns if c.startswith("scores__")]
-    if not methods:
-        methods = sorted({c.split("__")[0] for c in df.columns if c.endswith("__tau_loo")})
-    perturbations = perturbations or [p for p in PERTURBATIONS
-                                      if any(c.endswith(f"__{p}__tau_loo") for c in df.columns)]
-    selections = selections or [s for s in SELECTIONS if any(
-        f"__{s}__comprehensiveness" in c for c in df.columns)]
-    return list(methods), list(perturbations), list(selections)
-
-
-def faithfulness_summary(df, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
-              methods: Sequence[str] | None = None, perturbations: Sequence[str] | None = None,
-              selections: Sequence[str] | None = None):
-    """The book's table: per group of reviews (:data:`GROUPS`), method, perturbation, selection
-    and metric (:data:`SUMMARY_METRICS` and ``tau_loo``, the latter with selection ``"-"``), the
-    number of reviews, the mean and its percentile bootstrap interval (:func:`bootstrap_means`)."""
-    import pandas as pd
-
-    methods, perts, sels = _settings_of(df, methods, perturbations, selections)
-    orders = [t for t in TIES if t == "position" or
-              metric_column(methods[0], perts[0], SUMMARY_METRICS[0], sels[0], t) in df.columns]
-    keys, cols = [], []
-    for m in methods:
-        for p in perts:
-            for t in orders:
-                for s in sels:
-                    for metric in SUMMARY_METRICS:
-                        keys.append((m, p, s, t, metric))
-                        cols.append(metric_column(m, p, metric, s, t))
-            keys.append((m, p, "-", "-", "tau_loo"))
-            cols.append(metric_column(m, p, "tau_loo"))
-    X = df[cols].to_numpy(dtype=np.float64)
-    rows = []
-    for g, mask in _group_masks(df).items():
-        mean, lo, hi = bootstrap_means(X[mask], n_boot=n_boot, seed=seed, level=level)
-        count = np.isfinite(X[mask]).sum(0)
-        for (m, p, s, t, metric), c, mu, a, b in zip(keys, count, mean, lo, hi):
-            rows.append({"group": g, "method": m, "perturbation": p, "selection": s, "ties": t,
-                         "metric": metric, "n": int(c), "mean": mu, "ci_low": a, "ci_high": b})
-    return pd.DataFrame(rows)
-
-
-def read_summary(path):
-    """A committed ``faithfulness_summary.csv`` as a DataFrame (``#`` header lines skipped, the
-    target as a string). A summary written before both tie orders were recorded has no ``ties``
-    column: every number there is the ``"position"`` order (``"-"`` for tau-LOO), and the column
-    is added so."""
-    import pandas as pd
-
-    S = pd.read_csv(path, comment="#")
-    S["target"] = S["target"].astype(str)
-    if "ties" not in S.columns:
-        S.insert(S.columns.get_loc("metric"), "ties",
-                 np.where(S["metric"] == "tau_loo", "-", "position"))
-    return S
-
-
-def tie_spread(df, methods: Sequence[str] | None = None, *, perturbation: str = "delete",
-               selection: str = "positive"):
-    """What the tie order changes, per method and AOPC measure/area, over the reviews of ``df``
-    (a results folder's rows): the mean under each order, the mean and the largest absolute
-    per-review difference (ferret's minus the default), and the share of reviews where it is
-    not zero. Methods without ties have no difference by construction."""
-    import pandas as pd
-
-    methods, _, _ = _settings_of(df, methods, None, None)
-    rows = []
-    for m in methods:
-        for metric in SUMMARY_METRICS:
-            a = df[metric_column(m, perturbation, metric, selection)].to_numpy(float)
-            b = df[metric_column(m, perturbation, metric, selection, "ferret")].to_numpy(float)
-            diff = b - a
-            rows.append({"method": m, "metric": metric, "reviews": len(a),
-                         "position": a.mean(), "ferret": b.mean(), "mean difference": diff.mean(),
-                         "largest |difference|": float(np.abs(diff).max()),
-                         "share of reviews changed": float((diff != 0).mean())})
-    return pd.DataFrame(rows)
-
-
-def curve_summary(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                  methods: Sequence[str] | None = None):
-    """Mean deletion and insertion curves over reviews, per group, method, perturbation and
-    selection, with bootstrap intervals: one row per fraction."""
-    import pandas as pd
-
-    methods, perts, sels = _settings_of(df, methods, None, None)
-    rows = []
-    groups = _group_masks(df)
-    for m in methods:
-        for p in perts:
-            for s in sels:
-                for kind in ("deletion", "insertion"):
-                    C = np.stack([np.asarray(v, float) for v in df[f"{m}__{p}__{s}__{kind}_curve"]])
-                    for g, mask in groups.items():
-                        mean, lo, hi = bootstrap_means(C[mask], n_boot=n_boot, seed=seed,
-                                                       level=level)
-                        for f, mu, a, b in zip(CURVE_FRACTIONS, mean, lo, hi):
-                            rows.append({"group": g, "method": m, "perturbation": p,
-                                         "selection": s, "curve": kind, "fraction": float(f),
-                                         "mean": mu, "ci_low": a, "ci_high": b})
-    return pd.DataFrame(rows)
-
-
-def agreement_summary(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-                      methods: Sequence[str] | None = None):
-    """Mean pairwise Kendall tau-b between methods over reviews (signed scores and absolute
-    values), per group, with bootstrap intervals: one row per (group, kind, a, b), both orders
-    and the diagonal (1) included so that it pivots into a full matrix."""
-    import pandas as pd
-
-    methods, _, _ = _settings_of(df, methods, None, None)
-    rows = []
-    for kind in ("agree", "agree_abs"):
-        pairs = [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]]
-        X = df[[f"{kind}__{a}__{b}" for a, b in pairs]].to_numpy(dtype=np.float64)
-        for g, mask in _group_masks(df).items():
-            mean, lo, hi = bootstrap_means(X[mask], n_boot=n_boot, seed=seed, level=level)
-            label = "signed" if kind == "agree" else "absolute"
-            for (a, b), mu, x, y in zip(pairs, mean, lo, hi):
-                for u, v in ((a, b), (b, a)):
-                    rows.append({"group": g, "scores": label, "a": u, "b": v, "mean": mu,
-                                 "ci_low": x, "ci_high": y})
-            for a in methods:
-                rows.append({"group": g, "scores": label, "a": a, "b": a, "mean": 1.0,
-                             "ci_low": 1.0, "ci_high": 1.0})
-    return pd.DataFrame(rows)
+    return run(FaithfulnessStudy(**study), out, jobs=jobs, scheduler=scheduler,
+               progress=progress, device=device, command=command)

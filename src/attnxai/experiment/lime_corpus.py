@@ -25,6 +25,7 @@ rows on the next run (their LIME numbers are kept).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import time
@@ -37,6 +38,7 @@ import numpy as np
 
 from .. import validate
 from ..fastlime import check_mask_string, check_memory, explain_repeats
+from ..limit_settings import LimeSettings
 from ..theory.approximations import APPROXIMATIONS, Approximation
 from ..threads import single_threaded
 from ..store import results as store
@@ -45,7 +47,8 @@ from .transport import ModelRef
 
 __all__ = ["COLUMNS", "ORDER_SEED", "LimeCorpus", "LimeStudySettings", "approximation_columns",
            "approximation_names", "full_length_reviews", "lime_row", "lime_seed",
-           "lime_summary", "ordered_reviews", "review_order", "review_text", "run_lime_corpus"]
+           "lime_summary", "ordered_reviews", "review_order", "review_text", "run_lime_corpus",
+           "study_lime"]
 
 #: Seed of the permutation that orders the test reviews (the paper's arXiv number, 2402.03485).
 ORDER_SEED = 240203485
@@ -127,16 +130,29 @@ def lime_seed(test_index: int, repeat: int) -> int:
 
 @dataclass(frozen=True)
 class LimeStudySettings:
-    """Everything that changes the numbers of the LIME study (checked when resuming)."""
+    """Everything that changes the numbers of the LIME study (checked when resuming): the
+    model, the repeats and the fields of its :class:`~attnxai.limit_settings.LimeSettings` that
+    the study does not set per row (its ``bow`` is the row's, its seed :func:`lime_seed`)."""
 
     profile: str
     model: str            # checkpoint folder name (profile + cache key)
     repeats: int = 5
-    num_samples: int = 5000
-    kernel_width: float = 25.0
-    mask_string: str = "UNK"
+    num_samples: int = LimeSettings.num_samples
+    kernel_width: float = LimeSettings.kernel_width
+    mask_string: str = LimeSettings.mask_string
     order_seed: int = ORDER_SEED
     seed_rule: str = "1000 * test_index + repeat"
+
+
+def study_lime(lime: LimeSettings | None, fields: Mapping[str, Any], study: str) -> LimeSettings:
+    """A study's LIME settings: ``lime`` (default lime's) with ``fields`` replaced; a keyword that
+    is not a field of :class:`~attnxai.limit_settings.LimeSettings` is the study's typo."""
+    known = [f.name for f in dataclasses.fields(LimeSettings)]
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        raise TypeError(f"{study} got unexpected keyword argument(s) {unknown}: neither its own "
+                        f"nor one of LIME's settings {known}")
+    return LimeSettings.of(lime, **fields)
 
 
 # ---------------------------------------------------------------- one review
@@ -176,14 +192,17 @@ def approximation_columns(name: str, fn: Any, pre: Any, text: str, lime_mean: Se
                 f"{name}__error": f"{type(exc).__name__}: {exc}"}
 
 
-def lime_row(pre: Any, text: str, *, bow: bool, seeds: Sequence[int], num_samples: int = 5000,
-             kernel_width: float = 25.0, mask_string: str = "UNK",
-             approximations: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def lime_row(pre: Any, text: str, *, bow: bool, seeds: Sequence[int],
+             lime: LimeSettings | None = None, approximations: Mapping[str, Any] | None = None,
+             **fields: Any) -> dict[str, Any]:
     """The row for one (review, bow): LIME for every seed, their mean and spread, and each
-    approximation's errors against the mean (see the module docstring)."""
+    approximation's errors against the mean (see the module docstring). ``lime``: the LIME
+    settings (default lime's), ``**fields`` any of their fields replaced (``num_samples=200``);
+    ``bow`` is the row's."""
     t0, c0 = time.perf_counter(), time.process_time()
-    results = explain_repeats(pre, text, list(seeds), num_samples=num_samples,
-                              kernel_width=kernel_width, bow=bow, mask_string=mask_string)
+    lime = LimeSettings.of(lime, **fields, bow=bow)
+    kernel_width = lime.kernel_width
+    results = explain_repeats(pre, text, list(seeds), lime)
     coefs = np.stack([r.coef for r in results])
     mean = coefs.mean(axis=0)
     norm = float(np.linalg.norm(mean))
@@ -219,18 +238,18 @@ def _model(model: ModelRef | str):
     return model.load() if isinstance(model, ModelRef) else _load(model)
 
 
-def _run_chunk(model: ModelRef | str, settings: dict[str, Any], approximations: dict[str, Any],
-               items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Worker: the rows of a chunk of (review, bow) items, one torch and one BLAS thread."""
+def _run_chunk(model: ModelRef | str, lime: LimeSettings, repeats: int,
+               approximations: dict[str, Any], items: list[dict[str, Any]]
+               ) -> list[dict[str, Any]]:
+    """Worker: the rows of a chunk of (review, bow) items, one torch and one BLAS thread, with
+    the study's LIME settings (the object, checked once when the study was built)."""
     pre = _model(model)
     rows = []
     with single_threaded():
         for item in items:
-            seeds = [lime_seed(item["test_index"], r) for r in range(settings["repeats"])]
-            row = lime_row(pre, item["text"], bow=item["bow"], seeds=seeds,
-                           num_samples=settings["num_samples"],
-                           kernel_width=settings["kernel_width"],
-                           mask_string=settings["mask_string"], approximations=approximations)
+            seeds = [lime_seed(item["test_index"], r) for r in range(repeats)]
+            row = lime_row(pre, item["text"], bow=item["bow"], seeds=seeds, lime=lime,
+                           approximations=approximations)
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
     return rows
@@ -294,31 +313,31 @@ class LimeCorpus(Study):
     name = "lime-experiment"
 
     def __init__(self, *, profile: str = "paper", reviews: int = 1000, repeats: int = 5,
-                 bow: str | bool | Sequence[bool] = "both", num_samples: int = 5000,
-                 kernel_width: float = 25.0, mask_string: str = "UNK", chunk: int = 20,
-                 archive: str | None = None,
-                 approximations: Iterable[str] | Mapping[str, Any] | None = None):
+                 bow: str | bool | Sequence[bool] = "both", lime: LimeSettings | None = None,
+                 chunk: int = 20, archive: str | None = None,
+                 approximations: Iterable[str] | Mapping[str, Any] | None = None,
+                 **lime_fields: Any):
+        """``lime``: LIME's settings (:class:`~attnxai.limit_settings.LimeSettings`, checked when
+        built), ``**lime_fields`` any of their fields replaced (``num_samples=200``); their
+        ``bow`` and ``seed`` are the study's (``bow``, :func:`lime_seed`)."""
         self.reviews = validate.positive_int(reviews, "reviews")
         repeats = validate.positive_int(repeats, "repeats")
         if repeats >= 1000:
             raise ValueError(f"repeats must be < 1000 (seeds are 1000 * index + repeat), got "
                              f"{repeats}")
-        num_samples = validate.num_samples(num_samples)
-        kernel_width = validate.kernel_width(kernel_width)
-        if not isinstance(mask_string, str) or not mask_string.strip():
-            raise ValueError(f"mask_string must be a non-empty str, got {mask_string!r}")
+        self.lime_settings = lime = study_lime(lime, lime_fields, "LimeCorpus")
         self.chunk = validate.positive_int(chunk, "chunk")
         self.bows = _parse_bow(bow)
         self.approximations = _approximations(approximations)
         self.pre = study_model(profile, archive)
-        self.lime = LimeStudySettings(profile=self.pre.config["train"]["profile"],
-                                 model=self.pre.path.name, repeats=repeats,
-                                 num_samples=num_samples, kernel_width=kernel_width,
-                                 mask_string=mask_string)
+        self.lime = LimeStudySettings(  # the record: what a resumed folder compares
+            profile=self.pre.config["train"]["profile"], model=self.pre.path.name,
+            repeats=repeats, num_samples=lime.num_samples, kernel_width=lime.kernel_width,
+            mask_string=lime.mask_string)
         if False in self.bows:
-            check_mask_string(self.pre, mask_string)
+            check_mask_string(self.pre, lime.mask_string)
         # the longest review's LIME within the memory budget, before anything runs
-        check_memory(num_samples, self.pre.model.max_len - 1)
+        check_memory(lime.num_samples, self.pre.model.max_len - 1)
         self.data = study_test_set(archive, self.reviews)
 
     def settings(self) -> dict[str, Any]:
@@ -337,8 +356,8 @@ class LimeCorpus(Study):
         return self.pre
 
     def task(self):
-        return functools.partial(_run_chunk, self.model_ref(), self.settings(),
-                                 self.approximations)
+        return functools.partial(_run_chunk, self.model_ref(), self.lime_settings,
+                                 self.lime.repeats, self.approximations)
 
     def finish(self, out: Path, jobs: int, client: Any, progress: bool) -> int:
         """Add the columns of approximations missing from finished parts (rows keep their LIME
@@ -418,21 +437,14 @@ def lime_summary(df: "pd.DataFrame") -> "pd.DataFrame":  # noqa: F821
     return pd.DataFrame(rows).set_index(["approximation", "bow"]).sort_index()
 
 
-def run_lime_corpus(out: str | os.PathLike, *, profile: str = "paper", reviews: int = 1000,
-                    repeats: int = 5, bow: str | bool | Sequence[bool] = "both",
-                    num_samples: int = 5000, kernel_width: float = 25.0,
-                    mask_string: str = "UNK", jobs: int = 1, scheduler: str | None = None,
-                    chunk: int = 20, archive: str | None = None, progress: bool = True,
-                    approximations: Iterable[str] | Mapping[str, Any] | None = None,
-                    device: str = "cpu", command: Sequence[str] | None = None) -> RunReport:
+def run_lime_corpus(out: str | os.PathLike, *, jobs: int = 1, scheduler: str | None = None,
+                    progress: bool = True, device: str = "cpu",
+                    command: Sequence[str] | None = None, **study: Any) -> RunReport:
     """Run (or resume) the LIME corpus study into ``out`` (see
-    :mod:`~attnxai.experiment.lime_corpus`); ``approximations``: names from
-    :data:`attnxai.theory.APPROXIMATIONS` (default: all) or a mapping name -> function;
-    ``jobs``, ``scheduler``, ``device``: where it runs; ``command``: for the run log
-    (:func:`attnxai.experiment.run`)."""
-    study = LimeCorpus(profile=profile, reviews=reviews, repeats=repeats, bow=bow,
-                       num_samples=num_samples, kernel_width=kernel_width,
-                       mask_string=mask_string, chunk=chunk, archive=archive,
-                       approximations=approximations)
-    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
-               command=command)
+    :mod:`~attnxai.experiment.lime_corpus`); ``study``: :class:`LimeCorpus`' arguments
+    (``profile``, ``reviews``, ``repeats``, ``bow``, ``lime`` or any of its fields,
+    ``approximations``: names from :data:`attnxai.theory.APPROXIMATIONS` (default: all) or a
+    mapping name -> function, ...); ``jobs``, ``scheduler``, ``device``: where it runs;
+    ``command``: for the run log (:func:`attnxai.experiment.run`)."""
+    return run(LimeCorpus(**study), out, jobs=jobs, scheduler=scheduler, progress=progress,
+               device=device, command=command)

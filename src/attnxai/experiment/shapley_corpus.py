@@ -39,26 +39,36 @@ import numpy as np
 
 from .. import validate
 from ..explanation import explain
+from ..limit_settings import LimeSettings
+from ..registry import METHODS
 from ..threads import single_threaded
-from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews
+from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews, study_lime
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
 __all__ = ["COLUMNS", "FIT_FROM", "COMPARED", "METRICS", "MODES", "STUDY_FIELDS", "ShapleyCorpus",
+           "compared_methods",
            "agreement_row", "budget_to_reach", "method_settings",
            "agreement_table", "pair_columns", "run_shapley_corpus"]
 
-#: The compared methods (the study's names) and the registry's method of each mode.
-COMPARED = {
-    "Shapley": {"delete": "Shapley (delete)", "replace": "Shapley (replace)"},
-    "Banzhaf": {"delete": "Banzhaf (delete)", "replace": "Banzhaf (replace)"},
-    "LIME": {"delete": "LIME", "replace": "LIME"},
-    "LIME limit": {"delete": "LIME limit", "replace": "LIME limit"},
-    "IG": {"delete": "IG", "replace": "IG"},
-    "GxI": {"delete": "GxI", "replace": "GxI"},
-    "alpha-avg": {"delete": "alpha-avg", "replace": "alpha-avg"},
-}
 MODES = {"delete": True, "replace": False}          # mode -> lime's bow
+
+
+def compared_methods() -> dict[str, dict[str, str]]:
+    """The compared methods (the study's names, in their ``compared.order``) and the registry's
+    method of each mode: every method of :data:`attnxai.registry.METHODS` with a ``compared``
+    place (:class:`attnxai.methods.base.Compared`)."""
+    entries = sorted((m for m in METHODS.values() if m.compared is not None),
+                     key=lambda m: m.compared.order)
+    out: dict[str, dict[str, str]] = {}
+    for m in entries:
+        for mode in ((m.compared.mode,) if m.compared.mode else tuple(MODES)):
+            out.setdefault(m.compared.name, {})[mode] = m.name
+    return out
+
+
+#: The compared methods (the study's names) and the registry's method of each mode.
+COMPARED = compared_methods()
 #: LIME's limit in each mode: replacement with lime's own law of the kept set (exact there, at the
 #: cost of the default independent-removal approximation); deletion with the defaults (exact for
 #: distinct words, the binomial positions when a word repeats: chapter 6 measures their error).
@@ -122,11 +132,15 @@ def method_settings(settings: Mapping[str, Mapping[str, Any]] | None,
     return given
 
 
-def agreement_row(pre: Any, text: str, *, test_index: int, mode: str, num_samples: int = 5000,
-                  kernel_width: float = 25.0,
-                  settings: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """The row of one review in one mode (module docstring); ``settings``: the methods' further
-    settings (:func:`method_settings`)."""
+def agreement_row(pre: Any, text: str, *, test_index: int, mode: str,
+                  lime: LimeSettings | None = None,
+                  settings: Mapping[str, Mapping[str, Any]] | None = None,
+                  **lime_fields: Any) -> dict[str, Any]:
+    """The row of one review in one mode (module docstring); ``lime``: LIME's settings
+    (``**lime_fields``: any of their fields replaced; its ``bow`` is the mode's, its seed
+    ``1000 * test_index``); ``settings``: the methods' further settings
+    (:func:`method_settings`)."""
+    lime = LimeSettings.of(lime, **lime_fields)
     from ..theory.lime_inputs import resolve, tables
     from ..theory.shapley_values import endpoint_values
 
@@ -135,11 +149,11 @@ def agreement_row(pre: Any, text: str, *, test_index: int, mode: str, num_sample
     names = {k: v[mode] for k, v in COMPARED.items()}
     further = method_settings(settings) if settings else {}      # (this mode's below)
     further = {m: f for m, f in further.items() if m in names.values()}
-    given = {"LIME": {"num_samples": num_samples, "kernel_width": kernel_width,
-                      "bow": bow, "seed": 1000 * int(test_index)},
+    given: dict[str, Any] = {"LIME": LimeSettings.of(lime, bow=bow, seed=1000 * int(test_index)),
              "LIME limit": dict(LIMIT_SETTINGS[mode])}
     for m, fields in further.items():
-        given[m] = {**given.get(m, {}), **fields}
+        given[m] = LimeSettings.of(given[m], **fields) if m == "LIME" else \
+            {**given.get(m, {}), **fields}
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
@@ -174,8 +188,7 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str, 
     with single_threaded():
         for item in items:
             row = agreement_row(pre, item["text"], test_index=item["test_index"],
-                                mode=item["mode"], num_samples=settings["num_samples"],
-                                kernel_width=settings["kernel_width"],
+                                mode=item["mode"], lime=settings["lime"],
                                 settings=settings.get("method settings"))
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
@@ -190,12 +203,14 @@ class ShapleyCorpus(Study):
     name = "shapley-agreement"
 
     def __init__(self, *, profile: str = "paper", reviews: int = 1000,
-                 num_samples: int = 5000, kernel_width: float = 25.0, chunk: int = 20,
+                 lime: LimeSettings | None = None, chunk: int = 20,
                  archive: str | None = None, modes: Sequence[str] = tuple(MODES),
-                 settings: Mapping[str, Mapping[str, Any]] | None = None):
+                 settings: Mapping[str, Mapping[str, Any]] | None = None, **lime_fields: Any):
+        """``lime``: LIME's settings (``**lime_fields``: any of their fields replaced, e.g.
+        ``num_samples=200``; its ``bow`` is each mode's, its seed the review's)."""
         self.reviews = validate.positive_int(reviews, "reviews")
-        self.num_samples = validate.num_samples(num_samples)
-        self.kernel_width = validate.kernel_width(kernel_width)
+        self.lime = study_lime(lime, lime_fields, "ShapleyCorpus")
+        self.num_samples, self.kernel_width = self.lime.num_samples, self.lime.kernel_width
         self.chunk = validate.positive_int(chunk, "chunk")
         self.modes = [validate.choice(m, "mode", tuple(MODES)) for m in dict.fromkeys(modes)]
         if not self.modes:
@@ -209,6 +224,7 @@ class ShapleyCorpus(Study):
                 "methods": {k: v for k, v in COMPARED.items()}, "metrics": list(METRICS),
                 "modes": self.modes, "target": 1, "num_samples": self.num_samples,
                 "kernel_width": self.kernel_width,
+                **({"lime settings": other} if (other := self._other_lime_fields()) else {}),
                 "lime": "fastlime.explain_instance, random_state = 1000 * test_index",
                 "levels": "delete: words (token scores summed per word); replace: tokens",
                 "closed forms": "theory.shapley, theory.banzhaf, theory.lime_limit, "
@@ -216,6 +232,13 @@ class ShapleyCorpus(Study):
                                 "lime_limit(law='lime') for replacement (exact there)",
                 "order_seed": ORDER_SEED, "preprocessing": "normalize_for_lime",
                 **({"method settings": self.method_settings} if self.method_settings else {})}
+
+    def _other_lime_fields(self) -> dict[str, Any]:
+        """LIME's settings beyond the samples and width that are not at their defaults (nor set
+        per row: ``bow``, ``seed``): recorded, and sent to the workers."""
+        default = LimeSettings()
+        return {k: getattr(self.lime, k) for k in ("mask_string", "backend")
+                if getattr(self.lime, k) != getattr(default, k)}
 
     def plan(self, done: set[tuple]) -> list[list[dict[str, Any]]]:
         items = []
@@ -231,25 +254,17 @@ class ShapleyCorpus(Study):
 
     def task(self):
         return functools.partial(_run_chunk, self.model_ref(),
-                                 {"num_samples": self.num_samples,
-                                  "kernel_width": self.kernel_width,
-                                  "method settings": self.method_settings})
+                                 {"lime": self.lime, "method settings": self.method_settings})
 
 
-def run_shapley_corpus(out: Any, *, profile: str = "paper", reviews: int = 1000,
-                       num_samples: int = 5000, kernel_width: float = 25.0, jobs: int = 1,
-                       scheduler: str | None = None, chunk: int = 20, archive: str | None = None,
+def run_shapley_corpus(out: Any, *, jobs: int = 1, scheduler: str | None = None,
                        progress: bool = True, device: str = "cpu",
-                       command: Sequence[str] | None = None,
-                       modes: Sequence[str] = tuple(MODES),
-                       settings: Mapping[str, Mapping[str, Any]] | None = None) -> RunReport:
-    """Run (or resume) the agreement study into ``out`` (module docstring): ``modes`` (default
-    both), ``settings`` the methods' further settings (:func:`method_settings`)."""
-    study = ShapleyCorpus(profile=profile, reviews=reviews, num_samples=num_samples,
-                          kernel_width=kernel_width, chunk=chunk, archive=archive, modes=modes,
-                          settings=settings)
-    return run(study, out, jobs=jobs, scheduler=scheduler, progress=progress, device=device,
-               command=command)
+                       command: Sequence[str] | None = None, **study: Any) -> RunReport:
+    """Run (or resume) the agreement study into ``out`` (module docstring); ``study``:
+    :class:`ShapleyCorpus`' arguments (``modes``, default both; ``settings``, the methods'
+    further settings, :func:`method_settings`; ``lime`` or any of LIME's fields; ...)."""
+    return run(ShapleyCorpus(**study), out, jobs=jobs, scheduler=scheduler, progress=progress,
+               device=device, command=command)
 
 
 # ---------------------------------------------------------------- the book's table
@@ -262,7 +277,7 @@ def agreement_table(df, *, n_boot: int = 1000, seed: int = 0, level: float = 0.9
     explanation) are left out of their column."""
     import pandas as pd
 
-    from .faithfulness import bootstrap_means
+    from .faithfulness_tables import bootstrap_means
 
     rows = []
     for mode in MODES:

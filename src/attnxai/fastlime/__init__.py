@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import validate
+from ..limit_settings import LimeSettings
 from ..model.textmodel import Pretrained
 from .kernels import backend_status
 from .problem import (PATHS, Problem, check_mask_string, check_memory, fast_path_reason,
@@ -63,57 +63,64 @@ from .result import LimeResult
 from .ridge import weighted_ridge
 from .sampling import BACKENDS, NarrowKernelWarning, kernel_weights, sample_masks
 
-__all__ = ["BACKENDS", "LimeResult", "NarrowKernelWarning", "PATHS", "backend_status",
-           "check_mask_string", "check_memory", "explain_instance", "explain_repeats", "fast_path_reason", "is_normalized",
-           "kernel_weights", "lime_features", "sample_masks", "weighted_ridge"]
+__all__ = ["BACKENDS", "LimeResult", "LimeSettings", "NarrowKernelWarning", "PATHS",
+           "backend_status", "check_mask_string", "check_memory", "explain_instance",
+           "explain_repeats", "fast_path_reason", "is_normalized", "kernel_weights",
+           "lime_features", "sample_masks", "weighted_ridge"]
 
 Model = Pretrained | Callable[[list[str]], np.ndarray]
 
 
-def explain_instance(model: Model, text: str, *, num_samples: int = 5000, kernel_width: float = 25,
-            bow: bool = True, mask_string: str = "UNK", random_state: Any = None,
-            target: int = 1, path: str = "auto", keep_data: bool = False,
-            chunk_size: int = 4096, backend: str = "auto") -> LimeResult:
+def explain_instance(model: Model, text: str, settings: LimeSettings | None = None, *,
+                     random_state: Any = None, target: int = 1, path: str = "auto",
+                     keep_data: bool = False, chunk_size: int = 4096, **lime: Any) -> LimeResult:
     """lime's explanation of ``model`` at ``text``, exactly (see the module docstring).
 
     Same result as ``LimeTextExplainer(kernel_width=kernel_width, bow=bow,
     mask_string=mask_string, random_state=random_state).explain_instance(text, classifier_fn,
     labels=(target,), num_features=d, num_samples=num_samples)``, all ``d`` features kept.
 
-    ``model``: an :class:`attnxai.Pretrained` (its ``predict_logits`` is lime's classifier_fn: raw
-    logits) or any ``classifier_fn(list[str]) -> (n, n_classes)``. ``random_state``: an int, a
-    ``numpy.random.RandomState`` (advanced exactly as lime advances it) or None (numpy's global
-    state, as lime). ``target``: the class (logit) explained. ``mask_string`` is ignored with
-    ``bow=True`` (as in lime); with ``bow=False`` and a ``Pretrained`` it must be read by the
-    model as the UNK token. ``keep_data=True`` keeps the masks, labels and weights;
-    ``chunk_size`` samples are evaluated at once; ``backend`` picks the compiled loops (``"auto"``,
-    ``"numba"``, ``"numpy"``).
+    ``settings``: a :class:`~attnxai.limit_settings.LimeSettings` (``num_samples``,
+    ``kernel_width``, ``bow``, ``mask_string``, ``seed``, ``backend``; default lime's defaults),
+    checked when it was built; ``**lime``: any of its fields, replacing the object's
+    (``explain_instance(pre, text, kernel_width=5)``). ``model``: an :class:`attnxai.Pretrained`
+    (its ``predict_logits`` is lime's classifier_fn: raw logits) or any
+    ``classifier_fn(list[str]) -> (n, n_classes)``. ``random_state``: an int, a
+    ``numpy.random.RandomState`` (advanced exactly as lime advances it) or None (the settings'
+    ``seed``; when that is None too, numpy's global state, as lime). ``target``: the class (logit)
+    explained. ``mask_string`` is ignored with ``bow=True`` (as in lime); with ``bow=False`` and a
+    ``Pretrained`` it must be read by the model as the UNK token. ``keep_data=True`` keeps the
+    masks, labels and weights; ``chunk_size`` samples are evaluated at once; ``backend`` picks the
+    compiled loops (``"auto"``, ``"numba"``, ``"numpy"``).
 
-    Raises ``TypeError`` for arguments of the wrong type (a str ``bow``, a float ``num_samples``)
-    and ``ValueError`` for an empty text or one without word characters, ``num_samples < 2``, a
-    non-positive or non-finite ``kernel_width``, a ``target`` outside the classes, a
-    ``mask_string`` the model would read as a real word (``bow=False``), and a text longer than
-    the model accepts.
+    Raises ``TypeError`` for arguments of the wrong type (a str ``bow``, a float ``num_samples``,
+    an unknown keyword) and ``ValueError`` for an empty text or one without word characters,
+    ``num_samples < 2``, a non-positive or non-finite ``kernel_width``, a ``target`` outside the
+    classes, a ``mask_string`` the model would read as a real word (``bow=False``), and a text
+    longer than the model accepts.
     """
-    num_samples = validate.num_samples(num_samples)
-    kernel_width = validate.kernel_width(kernel_width)
-    problem = Problem(model, text, bow=bow, mask_string=mask_string, target=target, path=path,
-                      chunk_size=chunk_size, backend=backend)
-    return problem.run(num_samples, kernel_width, random_state, keep_data)
+    s = LimeSettings.of(settings, **lime)
+    problem = _problem(model, text, s, target, path, chunk_size)
+    rs = s.seed if random_state is None else random_state
+    return problem.run(s.num_samples, s.kernel_width, rs, keep_data)
 
 
-def explain_repeats(model: Model, text: str, random_states: Sequence[Any], *,
-                    num_samples: int = 5000, kernel_width: float = 25, bow: bool = True,
-                    mask_string: str = "UNK", target: int = 1, path: str = "auto",
+def explain_repeats(model: Model, text: str, random_states: Sequence[Any],
+                    settings: LimeSettings | None = None, *, target: int = 1, path: str = "auto",
                     keep_data: bool = False, chunk_size: int = 4096,
-                    backend: str = "auto") -> list[LimeResult]:
+                    **lime: Any) -> list[LimeResult]:
     """:func:`explain_instance` once per entry of ``random_states`` (e.g. 5 seeds: lime's run-to-run
-    spread), sharing the per-document preparation."""
-    num_samples = validate.num_samples(num_samples)
-    kernel_width = validate.kernel_width(kernel_width)
+    spread), sharing the per-document preparation (``settings`` and ``**lime`` as there; the
+    settings' ``seed`` is not used)."""
+    s = LimeSettings.of(settings, **lime)
     if isinstance(random_states, (str, bytes)) or not isinstance(random_states, Sequence):
         raise TypeError("random_states must be a sequence (one random_state per repeat), got "
                         f"{type(random_states).__name__}")
-    problem = Problem(model, text, bow=bow, mask_string=mask_string, target=target, path=path,
-                      chunk_size=chunk_size, backend=backend)
-    return [problem.run(num_samples, kernel_width, rs, keep_data) for rs in random_states]
+    problem = _problem(model, text, s, target, path, chunk_size)
+    return [problem.run(s.num_samples, s.kernel_width, rs, keep_data) for rs in random_states]
+
+
+def _problem(model: Model, text: str, s: LimeSettings, target: int, path: str,
+             chunk_size: int) -> Problem:
+    return Problem(model, text, bow=s.bow, mask_string=s.mask_string, target=target, path=path,
+                   chunk_size=chunk_size, backend=s.backend)

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import validate
+from ...limit_settings import LimeSettings
 
-#: lime's default kernel width for text.
-DEFAULT_KERNEL_WIDTH = 25.0
+#: lime's default kernel width for text (:class:`attnxai.limit_settings.LimeSettings`', written
+#: there once).
+DEFAULT_KERNEL_WIDTH = LimeSettings.kernel_width
 #: Largest ``d`` for which :func:`gamma_exact` enumerates the 2^d perturbations.
 MAX_ENUMERATE = 20
 #: The closed forms refuse a kernel for which ``a + d b = d Var_pi(p)`` (the eigenvalue of Sigma's
