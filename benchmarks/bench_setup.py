@@ -36,6 +36,7 @@ INSTALLERS = ("pip", "uv")
 
 
 def copy_tree(dest: Path) -> Path:
+    dest.mkdir(parents=True)
     for name in NEEDED:
         src = ROOT / name
         if src.is_dir():
