@@ -89,15 +89,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None, help="CSV to write (default: print only)")
+    ap.add_argument("--installers", default="pip,uv", help="comma-separated, among pip and uv")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
+    installers = tuple(args.installers.split(","))
+    if not installers or not set(installers) <= set(INSTALLERS) or len(set(installers)) != len(installers):
+        ap.error(f"--installers: distinct names among {INSTALLERS}, got {args.installers!r}")
     rows = []
     work = Path(tempfile.mkdtemp(prefix="bench_setup_", dir=args.work))
     try:
         for r in range(args.rounds):
-            order = INSTALLERS if r % 2 == 0 else INSTALLERS[::-1]
+            order = installers if r % 2 == 0 else installers[::-1]
             caches = {i: work / f"r{r}-{i}-caches" for i in order}
             for state in ("cold", "warm"):
                 for inst in order:
@@ -111,13 +115,16 @@ def main() -> None:
     for state in ("cold", "warm"):
         for r in range(args.rounds):
             by = {x["installer"]: x for x in rows if x["round"] == r and x["cache"] == state}
+            if len(by) < 2:
+                continue
             print(f"round {r}, {state} caches: uv / pip wall {by['uv']['wall_s'] / by['pip']['wall_s']:.2f}, "
                   f"CPU {by['uv']['cpu_s'] / by['pip']['cpu_s']:.2f}")
     if args.out:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
         with open(args.out, "w", newline="") as f:
-            f.write(f"# command: python3 benchmarks/bench_setup.py --rounds {args.rounds} --out {args.out}\n"
+            f.write(f"# command: python3 benchmarks/bench_setup.py --rounds {args.rounds} "
+                    f"--installers {args.installers} --out {args.out}\n"
                     f"# code: {commit}; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
                     f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!s} "
                     f"(set: uv compiles bytecode at install, as pip does); written "
