@@ -120,14 +120,17 @@ def main() -> None:
             print(f"round {r}, {state} caches: uv / pip wall {by['uv']['wall_s'] / by['pip']['wall_s']:.2f}, "
                   f"CPU {by['uv']['cpu_s'] / by['pip']['cpu_s']:.2f}")
     if args.out:
+        dont = os.environ.get("PYTHONDONTWRITEBYTECODE", "")
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
         with open(args.out, "w", newline="") as f:
             f.write(f"# command: python3 benchmarks/bench_setup.py --rounds {args.rounds} "
                     f"--installers {args.installers} --out {args.out}\n"
                     f"# code: {commit}; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-                    f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!s} "
-                    f"(set: uv compiles bytecode at install, as pip does); written "
+                    f"PYTHONDONTWRITEBYTECODE={dont!r} ("
+                    + ("set: uv compiles bytecode at install, as pip does" if dont else
+                       "unset: uv leaves bytecode to Python's first import")
+                    + f"); written "
                     f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}\n")
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
