@@ -16,7 +16,8 @@ export PYTHONHASHSEED := 0
 .PHONY: book test setup data model train-paper bench clean notebooks student pdf pdf-student
 
 # The set-up: .venv with the versions of constraints.txt. uv (from PyPI, pinned there, installed
-# into .venv) installs them several times faster than pip (benchmarks/bench_setup.py); pip does
+# into .venv) installs them faster than pip (68 s against 244 s, warm caches: README.md,
+# benchmarks/bench_setup.py); pip does
 # it where uv cannot be installed, or with `make setup INSTALLER=pip`. PyTorch goes first, through
 # pip, from where pip is configured to take it (PIP_EXTRA_INDEX_URL for the CPU build on Linux,
 # README.md; a wheel on disk named in pip.conf): uv reads no pip configuration, and keeps the
