@@ -15,10 +15,29 @@ export PYTHONHASHSEED := 0
 
 .PHONY: book test setup data model train-paper bench clean notebooks student pdf pdf-student
 
+# The set-up: .venv with the versions of constraints.txt. uv (from PyPI, pinned there, installed
+# into .venv) installs them faster than pip (68 s against 244 s, warm caches: README.md,
+# benchmarks/bench_setup.py); pip does
+# it where uv cannot be installed, or with `make setup INSTALLER=pip`. PyTorch goes first, through
+# pip, from where pip is configured to take it (PIP_EXTRA_INDEX_URL for the CPU build on Linux,
+# README.md; a wheel on disk named in pip.conf): uv reads no pip configuration, and keeps the
+# torch it finds installed. Python writes a module's bytecode when it first imports it, except
+# with PYTHONDONTWRITEBYTECODE set: then uv compiles every module at install, as pip always does.
+INSTALLER ?= uv
+INSTALL_SPEC := -c constraints.txt -e ".[book,test,dask]"
+UV_COMPILE := $(if $(PYTHONDONTWRITEBYTECODE),--compile-bytecode)
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[book,test,dask]"
+	@if [ "$(INSTALLER)" = uv ] && $(BIN)/python -m pip install --quiet -c constraints.txt uv; then \
+	  echo "set-up with uv: torch through pip, then the rest"; \
+	  $(BIN)/python -m pip install --quiet --no-deps --no-compile -c constraints.txt torch && \
+	  $(BIN)/uv pip install --quiet --python $(BIN)/python $(UV_COMPILE) $(INSTALL_SPEC); \
+	else \
+	  echo "set-up with pip$(if $(filter uv,$(INSTALLER)), (uv could not be installed))"; \
+	  $(BIN)/python -m pip install --quiet --upgrade pip && \
+	  $(BIN)/python -m pip install --quiet $(INSTALL_SPEC); \
+	fi
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 

@@ -166,6 +166,36 @@ def test_checkpoint_round_trip_float64_and_bf16(tmp_path):
     assert np.allclose(p16, p32, atol=0.05)
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_products_without_native_kernel(monkeypatch, native):
+    """On a CPU without native bfloat16 products a bfloat16 model's projections go through the
+    float32 kernel: bfloat16 results equal to torch's own bfloat16 product to its rounding (a
+    bfloat16 ulp), on either kind of CPU; float32 and float64 never take that path."""
+    from attnxai.model import multilayer as ML
+
+    monkeypatch.setattr(ML, "bf16_products_in_float32", lambda: not native)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 7, 16, generator=g).to(torch.bfloat16)
+    W = torch.randn(12, 16, generator=g).to(torch.bfloat16)
+    out = ML.linear(x, W)
+    assert out.dtype == torch.bfloat16 and out.shape == (3, 7, 12)
+    exact = torch.nn.functional.linear(x.double(), W.double())
+    ulp = exact.abs() * 2.0 ** -7 + 1e-6                       # bfloat16's 8-bit significand
+    assert ((out.double() - exact).abs() <= ulp).all()
+    assert ((torch.nn.functional.linear(x, W).double() - out.double()).abs() <= 2 * ulp).all()
+    for dtype in (torch.float32, torch.float64):
+        assert torch.equal(ML.linear(x.to(dtype), W.to(dtype)),
+                           torch.nn.functional.linear(x.to(dtype), W.to(dtype)))
+    m = tiny_ml(n_layers=3).float()
+    ids = m.collate([[1, 5, 6, 7, 8], [1, 9, 10]])
+    m16 = MultiLayerClassifier(**m.config).to(torch.bfloat16).eval()
+    m16.load_state_dict(m.to(torch.bfloat16).state_dict())
+    monkeypatch.setattr(ML, "bf16_products_in_float32", lambda: native)
+    other = m16(ids)
+    monkeypatch.setattr(ML, "bf16_products_in_float32", lambda: not native)
+    assert torch.allclose(m16(ids).float(), other.float(), atol=0.05)
+
+
 def test_lime_generic_path_is_lime():
     """fastlime on the multi-layer model takes lime's generic path and returns lime's numbers."""
     from lime.lime_text import LimeTextExplainer

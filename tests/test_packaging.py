@@ -36,3 +36,33 @@ def test_binder_installs_the_cpu_build_of_torch():
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     options = [s.split() for s in pip if s.startswith("-")]
     assert ["--extra-index-url", "https://download.pytorch.org/whl/cpu"] in options
+
+
+def _setup_recipe(tmp_path, **env):
+    """The shell lines `make setup` would run from an empty venv (make -n: nothing runs)."""
+    import os
+    import subprocess
+
+    run_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | env
+    out = subprocess.run(["make", "-n", "-B", "setup", f"VENV={tmp_path / 'venv'}"], cwd=ROOT,
+                         env=run_env, capture_output=True, text=True, check=True).stdout
+    return [ln.strip().rstrip("\\").strip() for ln in out.splitlines()]
+
+
+def test_setup_with_uv_installs_the_pins_with_torch_from_pip(tmp_path):
+    """uv is pinned; torch is installed by pip first (pip's configured sources decide which build:
+    uv reads no pip configuration) and uv then installs the same pinned spec as the pip
+    fallback; uv compiles bytecode exactly when PYTHONDONTWRITEBYTECODE stops Python doing it."""
+    pins = [ln for ln in (ROOT / "constraints.txt").read_text().splitlines() if ln.startswith("uv==")]
+    assert len(pins) == 1
+    spec = '-c constraints.txt -e ".[book,test,dask]"'
+    for dont_write in ("", "1"):
+        lines = _setup_recipe(tmp_path, **({"PYTHONDONTWRITEBYTECODE": "1"} if dont_write else {}))
+        get_uv = next(i for i, ln in enumerate(lines) if "pip install --quiet -c constraints.txt uv" in ln)
+        torch_ = next(i for i, ln in enumerate(lines) if ln.endswith("-c constraints.txt torch &&"))
+        uv = next(i for i, ln in enumerate(lines) if "/uv pip install" in ln)
+        fallback = next(i for i, ln in enumerate(lines) if "-m pip install --quiet " + spec in ln)
+        assert get_uv < torch_ < uv < fallback and "--no-deps" in lines[torch_]
+        assert lines[uv].endswith(spec + ";")
+        assert ("--compile-bytecode" in lines[uv]) == bool(dont_write)
+    assert '[ "pip" = uv ]' in " ".join(_setup_recipe(tmp_path, INSTALLER="pip"))

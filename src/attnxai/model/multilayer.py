@@ -35,11 +35,18 @@ fused CPU kernel); the last layer never forms ``k`` or ``v`` (``q_1 . W_k u_t = 
 and ``sum_t alpha_t W_v u_t = W_v sum_t alpha_t u_t``). The recording paths (``cls_attention``,
 ``attention_maps``) form the attention matrices explicitly. The model runs in float32, float64
 (``model.double()``: for checks to rounding) and bfloat16 (``model.to(torch.bfloat16)``: ~1.7x
-faster batched inference on CPUs with AVX512-BF16; chapter 8 measures what it changes).
+faster batched inference on CPUs with AVX512-BF16; chapter 8 measures what it changes). On a CPU
+without native bfloat16 products (AVX2 only: :func:`bf16_products_in_float32`) torch's generic
+bfloat16 kernel is several times slower than float32's, and a bfloat16 model's projections
+(:func:`linear`) are then computed by the float32 kernel on the same bfloat16 inputs and rounded
+back to bfloat16: float32 accumulation and a bfloat16 result, as a native bfloat16 product
+gives, at about float32's speed instead of 3x slower (LIME's generic path on the
+``multilayer-quick`` model, chapter 8's live run).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -48,9 +55,30 @@ from torch import Tensor, nn
 
 from .interface import ClassifierBase
 
-__all__ = ["MultiLayerClassifier", "NORMS"]
+__all__ = ["MultiLayerClassifier", "NORMS", "bf16_products_in_float32", "linear"]
 
 NORMS = ("none", "pre", "post")
+
+
+@functools.cache
+def bf16_products_in_float32() -> bool:
+    """Whether this CPU lacks a native bfloat16 matrix product (oneDNN's, which needs AVX512 or
+    AMX; ``torch.ops.mkldnn._is_mkldnn_bf16_supported``). Without one, torch multiplies bfloat16
+    matrices with a generic kernel several times slower than float32's (measured on an AVX2 CPU:
+    8x for a block's projections), so :func:`linear` computes a bfloat16 product with the float32
+    kernel instead (module docstring, Speed)."""
+    return not torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
+def linear(x: Tensor, W: Tensor) -> Tensor:
+    """``F.linear(x, W)``; for bfloat16 ``x`` and ``W`` on a CPU without native bfloat16 products
+    (:func:`bf16_products_in_float32`) computed as ``F.linear(x.float(), W.float())`` rounded to
+    bfloat16: the same bfloat16 inputs (exact in float32), float32 accumulation, a bfloat16
+    result, which is what a bfloat16 matrix product computes, up to the order of the float32
+    sums."""
+    if x.dtype == torch.bfloat16 and x.device.type == "cpu" and bf16_products_in_float32():
+        return F.linear(x.float(), W.float()).to(torch.bfloat16)
+    return F.linear(x, W)
 
 
 def _uniform(shape: tuple[int, ...], r: float) -> nn.Parameter:
@@ -74,7 +102,7 @@ class _Attention(nn.Module):
         K, da, dv = self.K, self.d_attn, self.d_value
         W = torch.cat([self.W_q.reshape(K * da, D), self.W_k.reshape(K * da, D),
                        self.W_v.reshape(K * dv, D)])
-        q, k, v = F.linear(u, W).split([K * da, K * da, K * dv], dim=-1)
+        q, k, v = linear(u, W).split([K * da, K * da, K * dv], dim=-1)
         return (q.view(B, T, K, da).transpose(1, 2), k.view(B, T, K, da).transpose(1, 2),
                 v.view(B, T, K, dv).transpose(1, 2))
 
@@ -114,7 +142,7 @@ class Block(nn.Module):
             o = a @ v
             weights = a[:, :, 0] if record == "cls" else a
         B, K, T, dv = o.shape
-        o = self.drop(F.linear(o.transpose(1, 2).reshape(B, T, K * dv), self.W_o))
+        o = self.drop(linear(o.transpose(1, 2).reshape(B, T, K * dv), self.W_o))
         h = h + o if self.residual else o
         if self.norm == "post":
             h = self.ln(h)
