@@ -78,7 +78,7 @@ pdf-student: model
 	@echo "PDF: _build/student-pdf/_build/latex/attnxai-book.pdf"
 
 # The tests in TEST_JOBS processes (pytest-xdist; the book's build, browser and PDF checks stay
-# together in one of them, tests/test_book.py): the cores, at least 2, at most 4.
+# together in one of them, tests/book/test_book.py): the cores, at least 2, at most 4.
 TEST_JOBS ?= $(shell $(PYTHON) -c "import os; print(min(4, max(2, os.cpu_count() or 1)))")
 
 test: setup

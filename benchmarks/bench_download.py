@@ -13,7 +13,7 @@ and load only), one thread each.
         --out book/data/download_benchmark.csv
 
 The README and the launch page quote the medians of ``book/data/download_benchmark.csv``
-(tests/test_hub.py checks that they do).
+(tests/model/test_hub.py checks that they do).
 """
 
 from __future__ import annotations

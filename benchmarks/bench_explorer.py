@@ -1,6 +1,6 @@
 """How fast the Explore page answers (book/explore.md): its weight, the first result after the
 page has loaded, and each update for a 250-word review, in this machine's Chromium (Debian's,
-headless, as tests/test_browser.py runs it), on a built site served from 127.0.0.1.
+headless, as tests/book/test_browser.py runs it), on a built site served from 127.0.0.1.
 
     .venv/bin/python benchmarks/bench_explorer.py --site _build/html --out book/data/explorer_benchmark.csv
 
@@ -22,7 +22,7 @@ quick one: the update's cost depends on the weights (how wide the attention logi
   an update takes on a free core, whatever the machine's load.
 
 Reported as medians and the worst, with the machine's load average: a benchmark, not a test
-(tests/test_explorer.py checks the numbers, not the speed).
+(tests/book/test_explorer.py checks the numbers, not the speed).
 """
 
 from __future__ import annotations

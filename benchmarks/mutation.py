@@ -4,7 +4,7 @@ metric, or a validator) make the tests of that result fail?
 Each mutant of :data:`MUTANTS` changes one expression of ``src/attnxai`` (``theory/``,
 ``perturbation/``, ``fastlime/``, ``validate.py``) into a plausible wrong one, and names what
 should catch it: ``label``, a ``:label:`` of a theorem or proposition of the book, whose tests are
-the ones marked ``@pytest.mark.falsifies(label)`` (read by ``tests/test_results_registry.py``),
+the ones marked ``@pytest.mark.falsifies(label)`` (read by ``tests/results/test_results_registry.py``),
 and/or ``tests``, explicit test ids (for code no stated result covers: fastlime's equality with
 lime, the metrics' equality with ferret, the validators' answers to valid input). The two sets
 run separately, so the report says whether the label's tests alone kill a mutant. The mutant is
@@ -55,27 +55,27 @@ class Mutant:
     equivalent: str = ""         # why the tests cannot see it, when they cannot
 
 
-FASTLIME_VS_LIME = ("tests/test_fastlime.py::test_kernel_weights_are_bitwise_lime",
-                    "tests/test_fastlime.py::test_weighted_ridge_equals_sklearn",
-                    "tests/test_fastlime.py::test_tiny_documents",
-                    "tests/test_fastlime.py::test_generic_path_recovers_a_linear_function")
-FERRET = ("tests/test_faithfulness_ferret.py::test_untied_scores_equal_ferrets_evaluators",
-          "tests/test_faithfulness_ferret.py::"
+FASTLIME_VS_LIME = ("tests/fastlime/test_fastlime.py::test_kernel_weights_are_bitwise_lime",
+                    "tests/fastlime/test_fastlime.py::test_weighted_ridge_equals_sklearn",
+                    "tests/fastlime/test_fastlime.py::test_tiny_documents",
+                    "tests/fastlime/test_fastlime.py::test_generic_path_recovers_a_linear_function")
+FERRET = ("tests/experiment/test_faithfulness_ferret.py::test_untied_scores_equal_ferrets_evaluators",
+          "tests/experiment/test_faithfulness_ferret.py::"
           "test_tied_scores_equal_ferret_where_numpys_sort_keeps_ties_in_order",
-          "tests/test_faithfulness.py::test_metrics_equal_a_literal_port_of_ferret",
-          "tests/test_faithfulness.py::test_rankings_sizes_and_ties",
-          "tests/test_faithfulness.py::test_ferret_ties_equal_ferrets_rationales",
-          "tests/test_faithfulness.py::test_no_positive_score_gets_ferrets_values",
-          "tests/test_faithfulness.py::test_cls_is_never_removed_and_curve_endpoints")
+          "tests/experiment/test_faithfulness.py::test_metrics_equal_a_literal_port_of_ferret",
+          "tests/experiment/test_faithfulness.py::test_rankings_sizes_and_ties",
+          "tests/experiment/test_faithfulness.py::test_ferret_ties_equal_ferrets_rationales",
+          "tests/experiment/test_faithfulness.py::test_no_positive_score_gets_ferrets_values",
+          "tests/experiment/test_faithfulness.py::test_cls_is_never_removed_and_curve_endpoints")
 
 PROPERTIES = ("tests/test_properties.py",)
-FORWARD_ROWS = ("tests/test_forward_rows.py::test_forward_rows_is_forward_logits_and_gradients",)
-SAMPLED = tuple(f"tests/test_theory_deletion_exact.py::test_{t}" for t in (
+FORWARD_ROWS = ("tests/model/test_forward_rows.py::test_forward_rows_is_forward_logits_and_gradients",)
+SAMPLED = tuple(f"tests/theory/test_theory_deletion_exact.py::test_{t}" for t in (
     "sampled_route_scatters_around_the_enumeration_as_its_standard_errors_say",
     "sampled_route_pools_to_the_truth", "sampled_route_stops_at_its_tolerance_or_says_it_did_not",
     "linear_sums_by_enumeration", "subset_masks_are_uniform", "the_interval_is_steins"))
 #: The exact route of deletion with repeated words, by enumeration (unlabelled tests).
-EXACT_REPEATS = tuple(f"tests/test_theory_deletion_exact.py::test_{t}" for t in (
+EXACT_REPEATS = tuple(f"tests/theory/test_theory_deletion_exact.py::test_{t}" for t in (
     "shapley_banzhaf_and_curves_are_exact", "lime_limit_is_exact"))
 
 _DIST = ("theory/lime_text/law.py", "return 100.0 * (1.0 - np.sqrt((d - s) / d))",
@@ -191,7 +191,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("study-settings-dropped", "experiment/shapley_corpus.py",
            "{**given.get(m, {}), **fields}", "given.get(m, {})",
            "the agreement study's --set settings checked but not given to the methods",
-           tests=("tests/test_shapley_corpus.py::test_further_settings_reach_the_row_and_are_checked",)),
+           tests=("tests/experiment/test_shapley_corpus.py::test_further_settings_reach_the_row_and_are_checked",)),
     Mutant("sampled-shuffle", "theory/deletion_sampled.py",
            "k = j + np.random.randint(0, d - j)", "k = np.random.randint(0, d - j)",
            "the partial Fisher-Yates shuffle drawing from the wrong range",
@@ -262,7 +262,7 @@ MUTANTS: tuple[Mutant, ...] = (
            '"insertion_auc": np.trapezoid(icurve, fractions)',
            '"insertion_auc": np.trapezoid(dcurve, fractions)',
            "the insertion area computed on the deletion curve", label="prop-faith-flip",
-           tests=("tests/test_faithfulness.py::"
+           tests=("tests/experiment/test_faithfulness.py::"
                   "test_curves_and_areas_against_the_model_on_every_prefix",),
            equivalent="for prop-faith-flip: the deletion area of the other class is 1 - that of "
                       "this class too, so the proposition holds for the wrong area as well"),
@@ -306,11 +306,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("lazy-adamw-second-moment", "model/optim.py",
            'for t, new in ((p, w), (st["exp_avg"], m), (st["exp_avg_sq"], v)):',
            'for t, new in ((p, w), (st["exp_avg"], m)):',
-           "the rows' second moments never written back", tests=("tests/test_optim.py",)),
+           "the rows' second moments never written back", tests=("tests/model/test_optim.py",)),
     Mutant("lazy-adamw-repeated-rows", "model/optim.py",
            "grad = p.grad.coalesce()", "grad = p.grad._coalesced_(True)",
            "a gradient's repeated rows taken as distinct (marked coalesced, not summed)",
-           tests=("tests/test_optim.py",)),
+           tests=("tests/model/test_optim.py",)),
     # ---- the validators: valid input must be answered (tests/test_properties.py)
     Mutant("validate-numpy-ints", "validate.py",
            "if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):\n"
@@ -337,8 +337,8 @@ MUTANTS: tuple[Mutant, ...] = (
 
 
 def label_tests() -> dict[str, list[str]]:
-    """label -> the node ids of its falsifies-tests (tests/test_results_registry.py)."""
-    spec = importlib.util.spec_from_file_location("registry", ROOT / "tests" /
+    """label -> the node ids of its falsifies-tests (tests/results/test_results_registry.py)."""
+    spec = importlib.util.spec_from_file_location("registry", ROOT / "tests" / "results" /
                                                   "test_results_registry.py")
     reg = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reg)

@@ -1,5 +1,5 @@
 """The book's test sites, built once per test session on the quick profile, shared by
-tests/test_book.py (the builds themselves) and tests/test_browser.py (the sites in a real browser).
+tests/book/test_book.py (the builds themselves) and tests/book/test_browser.py (the sites in a real browser).
 
 * :func:`build_site`: the whole book, warnings as errors, for the repository _config.yml names
   (the environment's ``ATTNXAI_REPOSITORY`` and ``GITHUB_REPOSITORY`` are ignored, so that the

@@ -3,7 +3,7 @@
 # (`make pdf-student`), on the quick model, read page by page by tests/check_pdf.py: ink past the margins, outputs printed as Python reprs, numbering against
 # the site and the syllabus, box titles, the proof index, TeX's overfull boxes. Needs Debian's
 # TeX packages (README.md, "Teaching from it") and poppler-utils (pdfinfo, pdftotext, pdftoppm).
-# tests/test_pdf.py runs it where TeX is installed (and skips, saying so, where it is not).
+# tests/book/test_pdf.py runs it where TeX is installed (and skips, saying so, where it is not).
 #   bash tests/check_pdf.sh            # from the repository root; prints the time it took
 # Pages with a problem are written as PNGs to shots/ in the folder the PDF was built in
 # (_build/test or _build/pdfcheck, and _build/student-test or _build/pdfcheck-student).
@@ -41,7 +41,7 @@ fi
 rm -rf "$out/shots"
 "$BIN/python" tests/check_pdf.py "$latex" --shots "$out/shots" || fail=1
 # the student's PDF: the same chapters (their executed outputs reused), no solutions
-# (likewise in the folder of the student site's test build, tests/test_book.py, when there is one)
+# (likewise in the folder of the student site's test build, tests/book/test_book.py, when there is one)
 if [ -d _build/student-test/_build/.doctrees ]; then
   student=_build/student-test
 else

@@ -1,4 +1,4 @@
-"""Helpers shared by the checkpoint and hub tests (tests/test_checkpoint.py, tests/test_hub.py):
+"""Helpers shared by the checkpoint and hub tests (tests/model/test_checkpoint.py, tests/model/test_hub.py):
 tiny hand-built models and their cache folders, a damaged byte, the environment of a child
 process. No test lives here."""
 

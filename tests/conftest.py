@@ -15,7 +15,7 @@ if not os.environ.get("ATTNXAI_IMDB_ARCHIVE") and SHARED_ARCHIVE.is_file():
     os.environ["ATTNXAI_IMDB_ARCHIVE"] = str(SHARED_ARCHIVE)
 os.environ.setdefault("ATTNXAI_CACHE", str(Path(__file__).resolve().parents[1] / ".cache"))
 # No test reaches the internet: the book's published models are downloaded only from the local
-# servers of tests/test_hub.py, which turn this off for themselves.
+# servers of tests/model/test_hub.py, which turn this off for themselves.
 os.environ.setdefault("ATTNXAI_OFFLINE", "1")
 
 
@@ -211,7 +211,7 @@ def pytest_runtest_makereport(item, call):
 #   ran the chapters again); :func:`_apply_group` does it here when pytest-xdist could not.
 # * Units no smaller than a module: a test that no group names travels with its module (as
 #   --dist loadscope does), so that a module's fixtures (e.g. the deletion population of
-#   tests/test_results_deletion.py) are computed in one process, not in both.
+#   tests/results/test_results_deletion.py) are computed in one process, not in both.
 # * Longest first: the units are sent in the order of their seconds in the committed table of a
 #   whole run (book/data/test_durations.csv), so that the long ones start at once and the two
 #   processes finish together.

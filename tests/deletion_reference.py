@@ -3,7 +3,7 @@ run on every one of the ``2^d`` perturbed documents (its torch forward pass, whi
 uses) and the defining sums of the Shapley value, the effects (Banzhaf at p = 1/2) and lime's
 n -> infinity fit, written out here. It shares no code with :mod:`attnxai.theory.lime_repeats`,
 :mod:`~attnxai.theory.deletion_routes` or :mod:`~attnxai.theory.deletion_sampled`
-(``tests/test_theory_deletion_exact.py``, ``tests/test_results_deletion.py``)."""
+(``tests/theory/test_theory_deletion_exact.py``, ``tests/results/test_results_deletion.py``)."""
 
 from __future__ import annotations
 

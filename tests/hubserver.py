@@ -1,4 +1,4 @@
-"""Shared by the download tests (tests/test_hub.py, tests/test_hostile.py): a static file server
+"""Shared by the download tests (tests/model/test_hub.py, tests/test_hostile.py): a static file server
 on 127.0.0.1 and a tiny checkpoint published with the package's own command. A helper module, so
 that no test file imports another."""
 

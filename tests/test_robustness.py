@@ -5,11 +5,11 @@ ValueError/TypeError that names the problem, or give the right answer.
 Where the other cases are tested:
   * the cache (flipped byte, short vocab.json, edited or truncated header, racing writers and
     readers, two trainings at once, stale .tmp folders, read-only cache, ``info`` offline):
-    tests/test_checkpoint.py;
+    tests/model/test_checkpoint.py;
   * random inputs to every public entry point (hypothesis): tests/test_properties.py;
   * ``lime_limit`` with ``kernel_width=0.5``, ``W_q`` x 100, NaN weights and its run-to-run ulp
     differences, and the runner's cases (``_meta.json``, NaN settings, workers after kill -9)
-    belong to the theory and runner work (tests/test_theory_lime.py, tests/test_experiment.py).
+    belong to the theory and runner work (tests/theory/test_theory_lime.py, tests/experiment/test_experiment.py).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_predict_logits_refuses_a_single_str(pre):
 
 def test_methods_given_as_one_str_are_refused(pre):
     """Found by the property tests: methods="LIME" was read as its letters ('unknown method(s)
-    ['L', 'I', 'M', 'E']'). attnxai.explain: tests/test_explanation.py."""
+    ['L', 'I', 'M', 'E']'). attnxai.explain: tests/methods/test_explanation.py."""
     with pytest.raises(TypeError, match="methods must be a list"):
         registry.position_scores(pre.model, pre.encode("good film"), methods="G-avg")
 
@@ -103,7 +103,7 @@ def test_lime_settings_of_the_wrong_type_are_refused(pre, kwargs, msg):
 # ---------------------------------------------------------------- targets
 def test_numpy_integer_targets_are_accepted_everywhere(pre):
     """Before: np.int64 was a TypeError in explainers.gradient, theory.gradient_closed_form and
-    the text entry point (attnxai.explain; tested there, tests/test_explanation.py)."""
+    the text entry point (attnxai.explain; tested there, tests/methods/test_explanation.py)."""
     ids = pre.encode("good film bad plot")
     text = "good film bad plot"
     for t in (0, 1):

@@ -56,7 +56,7 @@ def test_a_group_runs_in_one_process_under_make_tests_options():
         [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     run = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
                           "-p", "no:cacheprovider", "-k", BOOK_GROUP_UNIT_TESTS,
-                          "tests/test_book.py", "tests/test_pdf.py"],
+                          "tests/book/test_book.py", "tests/book/test_pdf.py"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     ran = re.findall(r"\[(gw\d+)\] \[\s*\d+%\] PASSED (\S+)", run.stdout)

@@ -7,7 +7,7 @@
 //   denominator under half of the numerator). The line-breaking visitor (the documented option
 //   output.linebreaks.LinebreakVisitor) measures a fraction as one unbreakable box instead;
 //   MathJax still breaks the formula around it, and a fraction wider than a phone's column is
-//   the author's to rewrite (tests/test_browser.py finds any display formula wider than its
+//   the author's to rewrite (tests/book/test_browser.py finds any display formula wider than its
 //   column);
 // - inline maths breaks after a relation or a binary operator, as TeX does, never before it: a
 //   line of a sentence never starts with "=" or "+" (MathML's default break style for an

@@ -110,7 +110,7 @@
   }
 
   // Whether an element inside box reaches past the column's right edge (the criterion for a
-  // cue, the same as tests/test_browser.py's).
+  // cue, the same as tests/book/test_browser.py's).
   function pastColumn(box, right) {
     var inner = box.querySelectorAll("*");
     for (var i = 0; i < inner.length; i++) {

@@ -8,7 +8,7 @@
   that a chapter launched on a fresh machine runs in minutes instead of training for ten.
 * :func:`chapter_notebook` turns a chapter (jupytext MyST Markdown) into a Jupyter notebook without
   outputs: the ``notebooks/*.ipynb`` that Colab and the download menu open
-  (``tests/test_notebooks_sync.py`` checks they match the ``.md``); ``student=True`` removes the
+  (``tests/book/test_notebooks_sync.py`` checks they match the ``.md``); ``student=True`` removes the
   solutions (:func:`strip_solutions_md`). ``python -m attnxai notebooks`` writes them.
 """
 

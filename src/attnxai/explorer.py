@@ -57,7 +57,7 @@ FORMAT = "attnxai-explorer/1"
 TARGET = 1
 #: How close the page's numbers are to :func:`explain_page`'s on the exported model, relative to
 #: the text's largest score of each explainer (the page computes in float64 from float32 tables,
-#: the package's attention and gradients run in float32): what ``tests/test_explorer.py`` checks.
+#: the package's attention and gradients run in float32): what ``tests/book/test_explorer.py`` checks.
 TOLERANCE = 1e-4
 _ALNUM = re.compile(r"[0-9a-z]+")
 

@@ -1,6 +1,6 @@
 // The explorer's computations: a text read as attnxai.explain reads it, and the page's explainers
 // computed from the tables that attnxai.explorer.export writes (model.json, model.bin). No DOM, no
-// dependency: the same module runs in the page (ui.js) and in the tests (tests/test_explorer.py).
+// dependency: the same module runs in the page (ui.js) and in the tests (tests/book/test_explorer.py).
 //
 // Every function below is a port of the package's, named where it is defined; all arithmetic is
 // float64 (JavaScript numbers) on the exported tables (word projections in float32, the rest in

@@ -150,7 +150,7 @@ def _readable_when_displayed() -> None:
     """Inside IPython, apply :func:`readable` to every matplotlib figure before it is rendered
     for display (the inline backend displays figures through these formatters), and record
     :func:`grey_twins` in the image's metadata (``GREY_METADATA``: the legend keys that print
-    the same in grey; tests/test_book.py reads it from every figure of the built book)."""
+    the same in grey; tests/book/test_book.py reads it from every figure of the built book)."""
     try:
         from IPython import get_ipython
         from matplotlib.figure import Figure

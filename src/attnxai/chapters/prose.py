@@ -8,7 +8,7 @@ the numbers in them come from the cells that computed them.
   the Markdown shows the roles as written.
 * :func:`glue_md` records a Markdown fragment (a list of words in code, a clause with maths):
   ``{glue:md}`name:myst```. For a sentence that must branch on the data, glue the words that
-  change; the sentence stays in the Markdown (``tests/test_glue_keys.py``).
+  change; the sentence stays in the Markdown (``tests/chapters/test_glue_keys.py``).
 * :func:`paired_shift` says what paired per-review differences show (a signed-rank test), so
   that a sentence about a direction follows the data.
 * :func:`times_against` and :func:`quadrature_against` compare two errors in words ("12 times",

@@ -24,7 +24,7 @@ the weighted R^2 ``score`` and ``local_pred``. lime's algorithm, from its source
 **Exactness contract.** For the same ``random_state`` (an int, a ``RandomState``, advanced exactly
 as lime advances it, or ``None`` for numpy's global one), text and model, the masks are lime's
 masks in lime's order, the weights are bitwise lime's, and the coefficients agree with lime's to
-rounding (tested to 1e-8, ``tests/test_fastlime.py``; on the paper model's first 10 full
+rounding (tested to 1e-8, ``tests/fastlime/test_fastlime.py``; on the paper model's first 10 full
 reviews, in float64, within 3.0e-14: ``benchmarks/bench_lime.py``). On the fast path the model is evaluated in float64
 from the same weights, whereas lime calls ``Pretrained.predict_logits``, which runs the model in
 its own dtype: for a comparison to 1e-8 load the model in float64.

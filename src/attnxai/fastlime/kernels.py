@@ -3,7 +3,7 @@
 One compiled kernel family, in one module on purpose (over the package's 450 lines): the numba
 loops (:func:`shuffle_masks`, :func:`delete_sums`, :func:`replace_sums`), their numpy twins that
 compute the same bits, and the one switch between them (:func:`resolve`) are read and tested
-together, bit for bit (``tests/test_lime_kernels.py``, which also finds their numba cache files
+together, bit for bit (``tests/theory/test_lime_kernels.py``, which also finds their numba cache files
 by this module's name).
 
 Why compiled. Two loops of the LIME reproduction cannot be vectorised with numpy:

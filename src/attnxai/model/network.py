@@ -12,7 +12,7 @@ split into a word part and a position part::
 and the logit is ``f_c = (1/K) sum_i sum_t softmax_t(score_i) value_i[c]``. Everything here is
 derived from :class:`~attnxai.model.single_layer.AttentionClassifier`'s own weights and position code
 (:meth:`~attnxai.model.interface.ClassifierBase.positions`, in the model's dtype, then float64), so a
-change to the model changes every consumer; ``tests/test_network.py`` checks these tables against
+change to the model changes every consumer; ``tests/model/test_network.py`` checks these tables against
 ``model.forward`` to 1e-12 on small hand-built models.
 
 Shapes: ``D = d_embed``, ``K`` heads, ``C`` classes, ``L`` positions (``max_len + 2``: deletion
@@ -176,7 +176,7 @@ class DocumentTables:
         document: lime's ``predict_proba`` is that sample's row) and the other classes from
         these tables: per head the softmax of ``word_score + pos_score`` ([CLS]: ``cls_score``;
         a ``padding="unk"`` model's UNK fill after the document) weighting each token's value
-        for the class. Equal to :attr:`logits` to rounding (``tests/test_network.py``)."""
+        for the class. Equal to :attr:`logits` to rounding (``tests/model/test_network.py``)."""
         src, T = self.source, self.T
         C = src.H.shape[2]
         out = np.empty(C)

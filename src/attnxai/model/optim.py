@@ -23,7 +23,7 @@ moving them by their momentum ``m_r / sqrt(v_r)``: a rare word's row keeps movin
 moves it once. This is the "lazy Adam" of TensorFlow (``LazyAdam``) and of torch's ``SparseAdam``,
 with AdamW's decoupled weight decay applied, like the moments, to the rows updated (as TensorFlow
 Addons' decoupled weight decay does for a sparse update). When every row is in every gradient it
-is AdamW exactly (``tests/test_optim.py``).
+is AdamW exactly (``tests/model/test_optim.py``).
 """
 
 from __future__ import annotations

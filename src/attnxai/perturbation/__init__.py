@@ -13,7 +13,7 @@ vector has one entry per word position (``[CLS]`` excluded).
 
 **Equal to ferret, exactly when.** Comprehensiveness, sufficiency and tau-LOO equal those of
 ferret's own evaluators (g8a9/ferret at 22935f8, run on the same float64 model:
-``tests/test_faithfulness_ferret.py``) to rounding (1e-12; float32 models only to float32 rounding)
+``tests/experiment/test_faithfulness_ferret.py``) to rounding (1e-12; float32 models only to float32 rounding)
 when the scores have **no ties**, for deletion (ferret's default ``remove_tokens=True``) and for
 replacement with ferret's ``[MASK]`` read as UNK (``remove_tokens=False``), under the positive
 rule (ferret's default) and the signed rule; tau-LOO with deletion only (ferret always deletes),
@@ -49,7 +49,7 @@ keys, and the order it gives depends on the length and on numpy's version and bu
 introsort keeps short arrays (up to 16 entries, its insertion-sort cutoff) in order and reorders
 ties in longer ones, and numpy 2's SIMD sorts (numpy 2.4 on this AVX-512 machine) reorder them
 from four entries (measured here on random vectors of three tied levels: 10 % of them at n = 4,
-75 % at 8, all from 16 on; ``tests/test_faithfulness_ferret.py`` counts it). So ``"ferret"`` is
+75 % at 8, all from 16 on; ``tests/experiment/test_faithfulness_ferret.py`` counts it). So ``"ferret"`` is
 ferret's order exactly where that sort leaves ties in position order (tested against ferret's
 code there), and on real reviews with ties no fixed rule is; the two orders together show how
 much the tie order moves a result. Without ties both orders, and ferret, select the same
@@ -89,7 +89,7 @@ Why a tolerance, and an absolute one. The drops are differences of probabilities
 rounding is absolute where it matters (doubles just below 1 are 2^-53 apart), and the two backends
 compute each probability in another order: on random float64 models with init_range up to 3,
 saturated attention included, their drops differ by at most 1.3e-14 (500 models,
-``tests/test_faithfulness_ties.py``). With exact ties each backend had ties, and orders, of its
+``tests/experiment/test_faithfulness_ties.py``). With exact ties each backend had ties, and orders, of its
 own on different pairs, and tau-LOO depended on the backend on 11 of those 500 models (by up to
 0.21, in sign too, or NaN for one backend only). ``LOO_TIE`` is 2^17 units of 2^-53, over 1,000
 times the largest difference measured between the backends, and far below any difference of two
@@ -104,15 +104,15 @@ evaluated on the side of the smaller probabilities (``sigmoid(-z') - sigmoid(-z)
 these negated (the same sigmoids, swapped), so tau-LOO of class 0 is minus that of class 1 bit for
 bit, ties and saturated probabilities included, and so is the flipped model's (chapter 7). They
 equal ``p(x) - p(x without t)`` computed from the softmaxes to rounding (2.8e-16 at most on the
-500 models of ``tests/test_faithfulness_ties.py``, where 1e-14 is asserted); with
+500 models of ``tests/experiment/test_faithfulness_ties.py``, where 1e-14 is asserted); with
 the softmax differences instead, a class whose probabilities are near 1 gets drops rounded to
 multiples of 2^-53, two of them equal where the other class's differ, and tau_0 != -tau_1
-(``tests/test_results_faithfulness.py`` shows one). Other numbers of classes: the softmax
+(``tests/results/test_results_faithfulness.py`` shows one). Other numbers of classes: the softmax
 differences.
 
 **Where this departs from ferret**: ferret's tau is ``scipy.stats.kendalltau`` of its drops as
 its forward pass rounds them (exact ties only); the two are equal whenever no two distinct drops
-lie within ``LOO_TIE`` of each other (``tests/test_faithfulness_ferret.py`` tests it on every
+lie within ``LOO_TIE`` of each other (``tests/experiment/test_faithfulness_ferret.py`` tests it on every
 example and counts those where they do).
 
 **Batched.** For one review and one perturbation every perturbed document any metric needs (all

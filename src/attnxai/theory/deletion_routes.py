@@ -76,7 +76,7 @@ MAX_EVALS = 50_000_000
 #: The binomial positions' error (``|approx - exact| / |exact|``, norm 2) on named populations,
 #: median and worst: ``{value: {population: (median, worst, documents)}}``
 #: (``book/data/deletion_errors.csv``, made by ``book/data/make_deletion_errors.py`` with the
-#: paper model; ``tests/test_theory_deletion_exact.py`` checks these against it). Against the
+#: paper model; ``tests/theory/test_theory_deletion_exact.py`` checks these against it). Against the
 #: exact route, except on the trained model's full reviews (its first 1,000 full-length test
 #: reviews), which are beyond it: there against the sampled route to a relative standard error
 #: of 1e-2, whose own error is part of what is measured.
@@ -104,14 +104,14 @@ BINOMIAL_ERRORS: dict[str, dict[str, tuple[float, float, int]]] = {
 
 #: The sampled route's rule when :data:`SAMPLED_COST` was measured: ``"one standard error"``
 #: (before the 95 % intervals: the committed file has no ``reference_rule`` column) or the rule
-#: ``book/data/make_deletion_errors.py`` records in that column (``tests/
+#: ``book/data/make_deletion_errors.py`` records in that column (``tests/theory/
 #: test_theory_deletion_exact.py`` checks it against the file).
 SAMPLED_COST_RULE = "one standard error"
 #: What the sampled route cost on the paper model's first 1,000 full-length test reviews
 #: (``book/data/deletion_errors.csv``, ``book/data/make_deletion_errors.py``, one thread):
 #: ``{value: (median CPU seconds to a relative error of 1e-2 by :data:`SAMPLED_COST_RULE`, the
 #: largest, median evaluations, reviews)}``; 1e-3 costs a hundred times as much (the error falls
-#: as ``1 / sqrt(evaluations)``). ``tests/test_theory_deletion_exact.py`` checks these against the
+#: as ``1 / sqrt(evaluations)``). ``tests/theory/test_theory_deletion_exact.py`` checks these against the
 #: file.
 SAMPLED_COST: dict[str, tuple[float, float, float, int]] = {
     "Shapley": (1.87, 4.73, 1038338.0, 1000),
@@ -184,7 +184,7 @@ class GameResult:
 #: 40-digit reference, ``max_j |error_j| / max_j |value_j|``, the worst of 64 cases (the
 #: population "random models, repeated words" of ``book/data/accuracy_bounds.csv``, 32 documents
 #: with 4 to 9 words and 3 repeated tokens, both values), rounded up: ``{ksub: worst}``
-#: (``tests/test_quoted_bounds.py``). Its ``rel_error``.
+#: (``tests/book/test_quoted_bounds.py``). Its ``rel_error``.
 EXACT_ERRORS = {1: 1.4e-05, 2: 1.1e-11, 3: 5.4e-11, 4: 5.0e-11, 8: 2.2e-10}
 
 

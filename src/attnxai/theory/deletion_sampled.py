@@ -45,7 +45,7 @@ above the tolerance (the mean moved away from ``V_n0``), it is extended with the
 ``max_evals`` ends it early with ``converged=False`` (the interval is still at ``LEVEL``).
 Stopping instead when the running standard error first fell below ``tol`` (the route before)
 reported +/- one standard error, mostly from the minimum of 10 batches: +/- 1.96 of those cover
-with Student's t's probability at 9 degrees of freedom, 91.8 %. ``tests/test_results_deletion.py``
+with Student's t's probability at 9 degrees of freedom, 91.8 %. ``tests/results/test_results_deletion.py``
 measures the coverage of these intervals on a population with enumerated truth.
 
 **What it costs on the paper model's full reviews** is measured by

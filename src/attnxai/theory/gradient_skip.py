@@ -20,7 +20,7 @@ formulas with or without the connection; only the weights training arrives at di
 :func:`symbolic_skip_model` builds ``f^skip`` in SymPy on top of
 :func:`attnxai.model.symbolic.symbolic_model`, :func:`symbolic_skip_difference` is what SymPy's derivative
 minus the closed form simplifies to (zero), and :func:`gradient_closed_form` is the closed form for
-a torch model (``tests/test_theory_skip.py``: against autograd to 1e-12 in float64).
+a torch model (``tests/theory/test_theory_skip.py``: against autograd to 1e-12 in float64).
 """
 
 from __future__ import annotations

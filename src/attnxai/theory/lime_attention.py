@@ -92,7 +92,7 @@ MEASURED_ERRORS = {"binomial positions": (0.17, 0.80), "independent removal": (0
 #: The chain's error (``law="lime"``, deletion of distinct words and replacement) against a
 #: 40-digit reference, ``max_j |error_j| / max_j |beta_j|``, on the population "random models,
 #: distinct words" of ``book/data/accuracy_bounds.csv`` (``book/data/make_accuracy_bounds.py``):
-#: ``{ksub: (median, worst, cases)}``, the worst rounded up (``tests/test_quoted_bounds.py``).
+#: ``{ksub: (median, worst, cases)}``, the worst rounded up (``tests/book/test_quoted_bounds.py``).
 CHAIN_ERRORS = {1: (6.2e-06, 9.2e-05, 64), 2: (8.4e-12, 1.9e-10, 64), 4: (2.2e-12, 1.6e-10, 64),
                 8: (2.3e-11, 1.8e-09, 64)}
 
@@ -280,7 +280,7 @@ def lime_limit(model: AttentionClassifier | Pretrained, ids,
     with 4 to 10 distinct words under both removals (:data:`CHAIN_ERRORS`,
     ``book/data/accuracy_bounds.csv``): ``ksub=1`` (the default) median 6.2e-06, worst 9.2e-05;
     ``ksub=2`` median 8.4e-12, worst 1.9e-10; ``ksub=4`` worst 1.6e-10 and ``ksub=8`` 1.8e-09,
-    where rounding, not the rule, dominates (``tests/test_results_lime.py`` tries to break the
+    where rounding, not the rule, dominates (``tests/results/test_results_lime.py`` tries to break the
     chain on random models, within 1e-9 at ``ksub=2`` and 1e-3 at ``ksub=1``).
 
     Raises ``ValueError`` for a kernel so narrow that lime's weights underflow, weights holding

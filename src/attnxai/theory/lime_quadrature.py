@@ -16,7 +16,7 @@ must cover every configuration's ``N``, from ``n_min`` to ``n_max``:
   ``(lambda N)^4 / 4!``, and the (infinitely many) trapezoid nodes below ``lambda_0`` are folded
   into the four lowest nodes through the Lagrange interpolant of ``F`` there
   (:func:`_tail_weights`). The folded nodes cost nothing; the profile rule's fold changes its
-  answers by at most 1e-11 relative (``tests/test_theory_lime_chain.py``). Without the fold the
+  answers by at most 1e-11 relative (``tests/theory/test_theory_lime_chain.py``). Without the fold the
   rule needs ``log(n_max / 1e-10)`` more nodes, about 25 at ``h = 0.7``.
 
 :func:`lambda_rule_profile` keeps the nodes of the original implementation (``y`` from
@@ -62,7 +62,7 @@ MAX_NODES = 4000
 #: The rules' relative error on ``1/N`` in float64 (``|rule(N) N - 1|``), the worst over ``N`` on
 #: 2,000-point geometric grids of five ranges ``[n_min, n_max]`` (0.3 to 4e4, 1 to 300, 1e-3 to
 #: 1e6, 0.05 to 2e3, 2 to 2.5), rounded up to two digits: ``{("doubling", ksub) or ("profile",
-#: step): error}``. ``tests/test_theory_lime_chain.py`` measures them again. An expectation
+#: step): error}``. ``tests/theory/test_theory_lime_chain.py`` measures them again. An expectation
 #: ``E[M/N]`` inherits this relative error (its weights are positive); a value computed from
 #: several (differences, a linear solve) may lose more: the values' own errors are measured
 #: against a 40-digit reference in ``book/data/accuracy_bounds.csv``.

@@ -3,7 +3,7 @@ and LIME values as three weightings of one curve ``delta_j(p)``, and Integrated 
 gradient theorem integrated along a path (with its completeness).
 
 Every function returns a dict of SymPy expressions; the entries named ``difference`` (or
-``differences``) simplify to 0, which ``tests/test_theory_shapley.py`` and the chapter check.
+``differences``) simplify to 0, which ``tests/theory/test_theory_shapley.py`` and the chapter check.
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ DEFAULT_KSUB = {"exact": 2, "binomial": 1}
 #: against a 40-digit reference, ``max_j |error_j| / max_j |phi_j|``, on the population "random
 #: models, distinct words" of ``book/data/accuracy_bounds.csv`` (``book/data/
 #: make_accuracy_bounds.py``): ``{ksub or "default": (median, worst, cases)}``, the worst rounded
-#: up (``tests/test_quoted_bounds.py``).
+#: up (``tests/book/test_quoted_bounds.py``).
 MEASURED_EXACTNESS = {"default": (6.1e-12, 6.7e-11, 64), 1: (5.3e-06, 4.0e-05, 64),
                       2: (6.1e-12, 6.7e-11, 64), 3: (8.0e-13, 5.6e-11, 64)}
 #: The binomial positions' error (deletion with a repeated word) against the exact route, by

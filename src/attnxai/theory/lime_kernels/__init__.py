@@ -25,7 +25,7 @@ compile time. The kernels are
 called from Python, never from another compiled function: a compiled loop that called the
 binomial kernel ran code with other rounding when numba loaded it from its cache than when it had
 just compiled it (1e-16), so a rerun on a warm cache did not reproduce a fresh one
-(``tests/test_theory_lime_chain.py`` compiles, then loads, and compares the bits). A loop indexes
+(``tests/theory/test_theory_lime_chain.py`` compiles, then loads, and compares the bits). A loop indexes
 *views* of a row (``A[xo:xo + t]``, then ``[c]``) rather than ``A[xo + c]``: numba must treat
 ``xo + c`` as possibly negative (Python's wraparound), a branch per access that stops LLVM from
 vectorising, while an index from ``range()`` is known to be non-negative (measured: 1.5x on the

@@ -21,7 +21,7 @@ __all__ = ["aligned", "aligned_empty", "arena", "named_arena", "views_as"]
 # changed by ~1e-14 from one call to the next when torch or numpy calls in between moved the
 # allocator). Every array a kernel touches is therefore a view into one buffer per call, each
 # on a 64-byte boundary at a fixed offset: the same addresses *relative to each other* on every
-# call, hence the same code path and the same bits (tests/test_theory_lime_chain.py).
+# call, hence the same code path and the same bits (tests/theory/test_theory_lime_chain.py).
 _ALIGN = 8   # float64 elements per 64 bytes
 
 

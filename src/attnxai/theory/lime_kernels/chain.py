@@ -10,7 +10,7 @@ double (``lambda_{l+s} = 2 lambda_l``, ``s = ksub``), so each value follows from
 most one rounding per step) and ``E`` itself afterwards (``E' = E^2``; its relative error doubles
 per step, but once ``E < 1/2`` at most ``log2(745)`` steps remain before ``E`` underflows). The
 table stores ``W >= 0`` or ``-E <= -1e-300``. Tested against ``exp`` to 1e-14
-(``tests/test_theory_lime_chain.py::test_doubling_table_matches_exp``).
+(``tests/theory/test_theory_lime_chain.py::test_doubling_table_matches_exp``).
 
 Reproducibility (fixed order, one arena per call): :mod:`attnxai.theory.lime_kernels`.
 """

@@ -21,7 +21,7 @@ MAX_ENUMERATE = 20
 #: The closed forms refuse a kernel for which ``a + d b = d Var_pi(p)`` (the eigenvalue of Sigma's
 #: z-block along the all-ones vector) falls below this fraction of ``a``: the error of ``Sigma^{-1} Gamma``
 #: in float64 is about ``1e-15 a / (a + d b)`` of the function's scale (measured against a 40-digit
-#: solve, ``tests/test_results_lime.py``), so this bound keeps every returned limit within about
+#: solve, ``tests/results/test_results_lime.py``), so this bound keeps every returned limit within about
 #: 1e-6 of it. For lime's default width 25 every ``d >= 2`` passes; the narrowest accepted width
 #: is about 15 for ``d = 2``, 1.8 for ``d = 8``, 0.27 for ``d = 50`` and 0.05 for ``d = 255``.
 SIGMA_RTOL = 1e-9
