@@ -22,6 +22,7 @@ from attnxai.theory import lime_exhaustive as lx
 from attnxai.theory import lime_text as lt
 from attnxai.theory import shapley_exhaustive as sx
 from attnxai.theory import shapley_values as sv
+from attnxai.theory import shapley_weights as sw
 
 #: Why a closed form may refuse a model (documented refusals: hard attention).
 REFUSALS = ("too wide a range", "would need", "did not converge")
@@ -162,7 +163,7 @@ def test_shapley_banzhaf_lime_weigh_one_curve(spec, bow, uniform, nu, data):
     if d < 2:
         return
     try:
-        weights = sv.weight_functions(d, nu)
+        weights = sw.weight_functions(d, nu)
         lime = la.lime_limit(model, ids, bow=bow, kernel_width=nu, law="discrete",
                              n_nodes=d + 1, lambda_step=0.25, ksub=3)
     except ValueError as exc:
