@@ -468,7 +468,7 @@ def test_default_cache_is_the_repository_cache_from_a_checkout(monkeypatch):
     monkeypatch.delenv("ATTNXAI_CACHE", raising=False)
     import attnxai
 
-    root = Path(attnxai.__file__).resolve().parents[3]
+    root = Path(attnxai.__file__).resolve().parents[2]
     assert data.source_checkout() == root
     assert data.cache_dir(create=False) == root / ".cache"
     monkeypatch.setenv("ATTNXAI_CACHE", "/somewhere/else")

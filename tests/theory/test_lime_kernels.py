@@ -293,7 +293,7 @@ def test_compiled_kernels_are_cached_on_disk_and_git_ignored():
         assert nbi and nbc, (fn.__name__, cache._cache_path)
         files += nbi + nbc
     # a fresh process loads them instead of compiling
-    src = str(Path(K.__file__).resolve().parents[2])
+    src = str(Path(K.__file__).resolve().parents[1])
     code = ("import numpy as np\n"
             "from attnxai.fastlime import kernels as K\n"
             "K.sample_masks(10, 5, np.random.RandomState(0), 'numba')\n"
@@ -311,7 +311,7 @@ def test_compiled_kernels_are_cached_on_disk_and_git_ignored():
     hits_shuffle, hits_delete, misses = map(int, res.stdout.split()[-3:])
     assert hits_shuffle >= 1 and hits_delete >= 1 and misses == 0, res.stdout
     # and git ignores them (when this is a git checkout)
-    repo = Path(K.__file__).resolve().parents[3]
+    repo = Path(K.__file__).resolve().parents[2]
     if (repo / ".git").exists():
         try:
             chk = subprocess.run(["git", "-C", str(repo), "check-ignore", *map(str, files)],
