@@ -44,9 +44,9 @@ class LimeSettings:
     ``"numba"``, ``"numpy"``; the same numbers either way). Checked when built."""
 
     num_samples: int = field(default=5000, metadata=_help(
-        "LIME's perturbed samples (lime's default 5000)"))
+        "LIME's perturbed samples (the default is lime's)"))
     kernel_width: float = field(default=25.0, metadata=_help(
-        "LIME's kernel width (lime's default 25), also its limit's"))
+        "LIME's kernel width, also its limit's (the default is lime's)"))
     bow: bool = field(default=True, metadata=_help(
         "true: delete a dropped word's occurrences; false: replace positions by the mask"))
     mask_string: str = field(default="UNK", metadata=_help(

@@ -380,6 +380,11 @@ def test_layer_lime_study_runs_and_resumes(small_data, tmp_cache, tmp_path, monk
     assert again.computed == 0 and again.skipped == 3
     with pytest.raises(ValueError, match="precision"):
         LayerLime(profile=cfg, reviews=3, precision="fp16")
+    # LIME's settings: one LimeSettings, checked once, before the model is loaded
+    with pytest.raises(ValueError, match="kernel_width"):
+        LayerLime(profile="no-such-profile", reviews=3, kernel_width=-1.0)
+    with pytest.raises(TypeError, match="num_sample"):
+        LayerLime(profile="no-such-profile", reviews=3, num_sample=60)
 
 
 def test_training_runs_study(small_data, tmp_cache, tmp_path, monkeypatch):

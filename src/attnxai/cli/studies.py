@@ -183,8 +183,7 @@ def _layer_lime_run(args: argparse.Namespace) -> int:
     from ..store.results import load_results
 
     lime = settings_from_args(args, LimeSettings, LIME_FLAGS)
-    report = run_layer_lime(args.out, profile=args.profile, reviews=args.reviews,
-                            num_samples=lime.num_samples, kernel_width=lime.kernel_width,
+    report = run_layer_lime(args.out, profile=args.profile, reviews=args.reviews, lime=lime,
                             precision=args.precision, jobs=args.jobs, chunk=args.chunk,
                             archive=args.archive, progress=not args.no_progress,
                             device=args.device, command=args.argv)

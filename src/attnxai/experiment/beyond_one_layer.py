@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from .. import validate
+from ..limit_settings import LimeSettings
 from ..threads import single_threaded
 from .lime_corpus import ORDER_SEED, lime_seed, ordered_reviews
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
@@ -89,11 +90,13 @@ def _inference_copy(pre: Any, precision: str) -> Any:
     return Pretrained(model, pre.vocab, pre.config, pre.metrics, None)
 
 
-def layer_lime_row(pre: Any, text: str, *, seed: int, num_samples: int = 5000,
-                   kernel_width: float = 25.0, lime_model: Any = None) -> dict[str, Any]:
-    """One review's row (module docstring): LIME (on ``lime_model``, default ``pre``), the word
-    scores of every layer's alpha-avg, rollout and G x I (on ``pre``), and their correlations
-    with the absolute LIME coefficients."""
+def layer_lime_row(pre: Any, text: str, *, seed: int, lime: LimeSettings | None = None,
+                   lime_model: Any = None, **lime_fields: Any) -> dict[str, Any]:
+    """One review's row (module docstring): LIME (on ``lime_model``, default ``pre``; ``lime``:
+    its samples and kernel width, or any of :class:`~attnxai.limit_settings.LimeSettings`'
+    fields as keywords; the study deletes words, masks with ``UNK`` and seeds with ``seed``),
+    the word scores of every layer's alpha-avg, rollout and G x I (on ``pre``), and their
+    correlations with the absolute LIME coefficients."""
     import torch
 
     from .. import explainers, fastlime
@@ -110,9 +113,9 @@ def layer_lime_row(pre: Any, text: str, *, seed: int, num_samples: int = 5000,
     with torch.no_grad():
         logits = model(ids)[0].double().numpy()
     t_lime, c_lime = time.perf_counter(), time.process_time()
+    lime = LimeSettings.of(lime, **lime_fields, bow=True, mask_string="UNK", seed=seed)
     res = fastlime.explain_instance(lime_model if lime_model is not None else pre, text,
-                           num_samples=num_samples, kernel_width=kernel_width, bow=True,
-                           mask_string="UNK", random_state=seed, target=1)
+                                    lime, target=1)
     lime_seconds = time.perf_counter() - t_lime
     lime_cpu = time.process_time() - c_lime
     coef = np.asarray(res.coef, dtype=np.float64)
@@ -157,7 +160,8 @@ def _lime_chunk(model: ModelRef, settings: dict[str, Any], items: list[dict[str,
         for item in items:
             row = layer_lime_row(pre, item["text"], seed=lime_seed(item["test_index"], 0),
                                  num_samples=settings["num_samples"],
-                                 kernel_width=settings["kernel_width"], lime_model=lime_model)
+                                 kernel_width=settings["kernel_width"],
+                                 lime_model=lime_model)
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
     return rows
@@ -171,11 +175,13 @@ class LayerLime(Study):
     name = "multilayer-lime"
 
     def __init__(self, *, profile: str = "multilayer", reviews: int = 200,
-                 num_samples: int = 5000, kernel_width: float = 25.0, precision: str = "bf16",
-                 chunk: int = 5, archive: str | None = None):
+                 lime: LimeSettings | None = None, precision: str = "bf16", chunk: int = 5,
+                 archive: str | None = None, **lime_fields: Any):
+        """``lime``: LIME's samples and kernel width (:class:`~attnxai.limit_settings.
+        LimeSettings`, checked there; or its fields as keywords, e.g. ``num_samples=200``)."""
         self.reviews = validate.positive_int(reviews, "reviews")
-        self.num_samples = validate.num_samples(num_samples)
-        self.kernel_width = validate.kernel_width(kernel_width)
+        lime = LimeSettings.of(lime, **lime_fields)
+        self.num_samples, self.kernel_width = lime.num_samples, lime.kernel_width
         self.precision = validate.choice(precision, "precision", PRECISIONS)
         self.chunk = validate.positive_int(chunk, "chunk")
         self.pre = study_model(profile, archive)
@@ -216,17 +222,13 @@ class LayerLime(Study):
         return functools.partial(_lime_chunk, self.model_ref(), self.settings())
 
 
-def run_layer_lime(out: Any, *, profile: str = "multilayer", reviews: int = 200,
-                   num_samples: int = 5000, kernel_width: float = 25.0,
-                   precision: str = "bf16", jobs: int = 1, chunk: int = 5,
-                   archive: str | None = None, progress: bool = True,
-                   device: str = "cpu", command: Sequence[str] | None = None) -> RunReport:
-    """Run (or resume) the layer-by-layer study into ``out`` (module docstring; ``command``: for
-    the run log, :func:`attnxai.experiment.run`)."""
-    study = LayerLime(profile=profile, reviews=reviews, num_samples=num_samples,
-                      kernel_width=kernel_width, precision=precision, chunk=chunk,
-                      archive=archive)
-    return run(study, out, jobs=jobs, progress=progress, device=device, command=command)
+def run_layer_lime(out: Any, *, jobs: int = 1, progress: bool = True, device: str = "cpu",
+                   command: Sequence[str] | None = None, **study: Any) -> RunReport:
+    """Run (or resume) the layer-by-layer study into ``out`` (module docstring; ``study``:
+    :class:`LayerLime`'s arguments, ``lime`` or any of LIME's fields among them; ``command``:
+    for the run log, :func:`attnxai.experiment.run`)."""
+    return run(LayerLime(**study), out, jobs=jobs, progress=progress, device=device,
+               command=command)
 
 
 def layer_summary(df: Any) -> Any:
