@@ -65,19 +65,71 @@ def _build(out: Path, toc: Path, env: dict, *, strict: bool = True) -> tuple[Pat
     return out_html, log, seconds
 
 
-def _env(**extra) -> dict:
+def book_env(**extra) -> dict:
+    """The environment of every test build of the book (site, student site, PDF): the quick
+    profile on the tests' quick model (``conftest.quick_test_seed``), so that a build reuses the
+    test site's executed chapters (their execution cache is the profile's and the seed's)."""
+    from conftest import quick_test_seed
+
     env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARS}
-    return {**env, "ATTNXAI_PROFILE": "quick", **extra}
+    return {**env, "ATTNXAI_PROFILE": "quick", "ATTNXAI_SEED": str(quick_test_seed()), **extra}
+
+
+_env = book_env
+
+
+def execution_cache(env: dict, build: Path = OUT) -> Path:
+    """The execution cache a build of ``build`` (a ``--path-output``) in environment ``env`` uses:
+    the book extension's name for its profile and seed (book/_ext/attnxai_book.py)."""
+    ext = str(ROOT / "book" / "_ext")
+    if ext not in sys.path:
+        sys.path.insert(0, ext)
+    from attnxai_book import execution_cache_name
+
+    return build / "_build" / execution_cache_name(env)
+
+
+def once_per_run(out: Path, build) -> tuple[Path, str, float]:
+    """``build()`` (a ``_build`` of the folder ``out``) once per test run, whichever of `make
+    test`'s processes asks first: the others wait for it (a lock beside ``out``) and read its
+    result (html folder, log and seconds, or the failure) from a record of the run's id
+    (``PYTEST_XDIST_TESTRUNUID``; a run without pytest-xdist records nothing for another). So the
+    tests that read the site (browser, explorer, PDF: groups of their own, scheduled after every
+    other unit, tests/conftest.py) run in either process once the site is built, instead of all
+    in the process that built it."""
+    import json
+
+    from filelock import FileLock
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    record = out.parent / f".{out.name}.built.json"
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}-{time.time_ns()}"
+    with FileLock(str(record) + ".lock"):
+        if record.is_file():
+            done = json.loads(record.read_text())
+            if done.get("run") == run:
+                if done["failure"] is not None:
+                    raise BuildFailed(done["failure"])
+                return Path(done["html"]), done["log"], done["seconds"]
+        try:
+            html, log, seconds = build()
+            done = {"run": run, "html": str(html), "log": log, "seconds": seconds, "failure": None}
+        except BuildFailed as exc:
+            done = {"run": run, "failure": str(exc)}
+        record.write_text(json.dumps(done))
+    if done["failure"] is not None:
+        raise BuildFailed(done["failure"])
+    return html, log, seconds
 
 
 @functools.lru_cache(maxsize=1)
 def build_site() -> tuple[Path, str, float]:
-    """(html folder, build log, seconds) of the book for _config.yml's repository. Raises
-    BuildFailed with the log's tail."""
+    """(html folder, build log, seconds) of the book for _config.yml's repository, built once per
+    run (:func:`once_per_run`). Raises BuildFailed with the log's tail."""
     given = os.environ.get("ATTNXAI_TEST_SITE")
     if given:
         return Path(given), f"(using the site at {given}, not built)", 0.0
-    return _build(OUT, TOC, _env())
+    return once_per_run(OUT, lambda: _build(OUT, TOC, _env()))
 
 
 @functools.lru_cache(maxsize=2)
@@ -100,5 +152,6 @@ def build_repository_site(edition: str = "instructor") -> tuple[Path, str, float
                    + "".join(f"      - file: {f}\n" for f in pages["chapters"]))
     # Its checks read buttons, links and launch cells, not outputs: no chapter runs
     # (the launch cell for a repository is code no other build executes).
-    return _build(out, toc, _env(ATTNXAI_REPOSITORY=TEST_REPOSITORY, ATTNXAI_EDITION=edition,
-                                 ATTNXAI_EXECUTE="off"), strict=False)
+    return once_per_run(out, lambda: _build(
+        out, toc, _env(ATTNXAI_REPOSITORY=TEST_REPOSITORY, ATTNXAI_EDITION=edition,
+                       ATTNXAI_EXECUTE="off"), strict=False))

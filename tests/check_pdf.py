@@ -38,6 +38,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import subprocess
 import sys
@@ -79,25 +80,31 @@ def text_block(log: str) -> dict[str, float]:
     return {k: float(v) * 72 / 72.27 for k, v in re.findall(r"(\w+)=([\d.]+)pt", text)}
 
 
+@functools.lru_cache(maxsize=2)
+def page_ink(pdf: Path) -> dict[int, np.ndarray]:
+    """{page: where it has ink}, each page rendered once (pdftoppm, 72 dpi: one pixel a point)
+    for every check that looks at the ink."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run("pdftoppm", "-r", "72", "-gray", str(pdf), f"{tmp}/p")
+        return {int(path.stem.split("-")[1]): np.asarray(Image.open(path)) < INK
+                for path in Path(tmp).glob("p-*.pgm")}
+
+
 def margin_overflows(pdf: Path, block: dict[str, float]) -> dict[int, str]:
     """{page: what overflows} for pages with ink outside the text block (header and footer
     lines included)."""
     left, right = block["left"], block["left"] + block["width"]
     top, bottom = block["top"], block["bottom"]
     out = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        run("pdftoppm", "-r", "72", "-gray", str(pdf), f"{tmp}/p")
-        for path in sorted(Path(tmp).glob("p-*.pgm")):
-            page = int(path.stem.split("-")[1])
-            ink = np.asarray(Image.open(path)) < INK
-            cols, rows = np.flatnonzero(ink.any(axis=0)), np.flatnonzero(ink.any(axis=1))
-            if not cols.size:
-                continue
-            past = {"left": left - cols[0], "right": cols[-1] + 1 - right,
-                    "top": top - rows[0], "bottom": rows[-1] + 1 - (bottom + 4)}
-            bad = {k: v for k, v in past.items() if v > MARGIN_TOLERANCE}
-            if bad:
-                out[page] = ", ".join(f"{v:.0f} pt past the {k}" for k, v in bad.items())
+    for page, ink in sorted(page_ink(pdf).items()):
+        cols, rows = np.flatnonzero(ink.any(axis=0)), np.flatnonzero(ink.any(axis=1))
+        if not cols.size:
+            continue
+        past = {"left": left - cols[0], "right": cols[-1] + 1 - right,
+                "top": top - rows[0], "bottom": rows[-1] + 1 - (bottom + 4)}
+        bad = {k: v for k, v in past.items() if v > MARGIN_TOLERANCE}
+        if bad:
+            out[page] = ", ".join(f"{v:.0f} pt past the {k}" for k, v in bad.items())
     return out
 
 
@@ -380,15 +387,10 @@ def empty_pages(pdf: Path, block: dict[str, float]) -> list[int]:
     left, right = block["left"], block["left"] + block["width"]
     top, bottom = block["bodytop"], block["bodybottom"]
     out = []
-    with tempfile.TemporaryDirectory() as tmp:
-        run("pdftoppm", "-r", "36", "-gray", str(pdf), f"{tmp}/p")
-        for path in sorted(Path(tmp).glob("p-*.pgm"), key=lambda p: int(p.stem.split("-")[1])):
-            page = int(path.stem.split("-")[1])
-            ink = np.asarray(Image.open(path)) < INK
-            scale = 36 / 72
-            body = ink[int(top * scale) + 1:int(bottom * scale) - 1, int(left * scale):int(right * scale)]
-            if not body.any():
-                out.append(page)
+    for page, ink in sorted(page_ink(pdf).items()):
+        body = ink[int(top) + 2:int(bottom) - 2, int(left):int(right)]
+        if not body.any():
+            out.append(page)
     return out
 
 

@@ -21,7 +21,11 @@ else
   out=_build/pdfcheck
 fi
 mkdir -p "$out/_build"
-ATTNXAI_PROFILE=quick "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going \
+export ATTNXAI_PROFILE=quick
+# the execution cache of this profile and seed (ATTNXAI_SEED: tests/booksite.py sets the tests' one)
+cache_name="$("$BIN/python" -c 'import sys; sys.path.insert(0, "book/_ext")
+from attnxai_book import execution_cache_name; print(execution_cache_name())')"
+"$BIN/jupyter-book" build . --builder pdflatex -W --keep-going \
   --path-output "$out" > "$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
 latex="$out/_build/latex"
 pdf="$latex/attnxai-book.pdf"
@@ -48,8 +52,7 @@ else
   student=_build/pdfcheck-student
 fi
 mkdir -p "$student"
-ATTNXAI_PROFILE=quick ATTNXAI_EDITION=student \
-  ATTNXAI_EXECUTION_CACHE="$PWD/$out/_build/.jupyter_cache-quick" \
+ATTNXAI_EDITION=student ATTNXAI_EXECUTION_CACHE="$PWD/$out/_build/$cache_name" \
   "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going --path-output "$student" \
   > "$student/build.log" 2>&1 || { tail -60 "$student/build.log"; exit 1; }
 rm -rf "$student/shots"

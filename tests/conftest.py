@@ -56,12 +56,25 @@ def imdb(archive):
     return load_imdb(archive)
 
 
+def quick_test_seed() -> int:
+    """The seed of the tests' quick model: one more than the quick profile's own (the profile table,
+    not ``ATTNXAI_SEED``). The test build of the book, its browser and PDF checks and every test
+    of a trained model use this one model, so that the chapters run, their assertions included,
+    on weights other than those of the paper's model (``make book``) and of the quick model a
+    reader falls back to: an assertion that holds for one set of trained weights only (another CPU
+    trains other weights from the same seed, book/reproducibility.md) fails on one of them."""
+    from attnxai.model.profiles import PROFILES
+
+    return PROFILES["quick"].seed + 1
+
+
 @pytest.fixture(scope="session")
 def quick_model(imdb):
-    """The quick profile's trained model (float32), trained once and cached."""
+    """The tests' quick model (float32, seed :func:`quick_test_seed`), trained once and cached."""
     from attnxai import pretrained
+    from attnxai.model.profiles import get_config
 
-    return pretrained("quick", progress=False)
+    return pretrained(get_config("quick", seed=quick_test_seed()), progress=False)
 
 
 @pytest.fixture(scope="session")
@@ -204,8 +217,7 @@ def pytest_runtest_makereport(item, call):
 # `make test` runs pytest-xdist with --dist loadgroup. Three things make its wall time the
 # work divided by the processes, not more:
 # * Grouping that holds. A test marked xdist_group("name") runs in the process that runs every
-#   other test of that name (the book's test site is built once, in that process; the other
-#   weights' model is trained and the chapters run once). pytest-xdist marks a grouped test by
+#   other test of that name (the book's test site is built in that process). pytest-xdist marks a grouped test by
 #   appending "@name" to its node id, which pytest >= 9.2 no longer lets it do (pytest-xdist
 #   issue 1386: its tests were then spread over both processes, and each one built the book and
 #   ran the chapters again); :func:`_apply_group` does it here when pytest-xdist could not.
@@ -214,7 +226,7 @@ def pytest_runtest_makereport(item, call):
 #   tests/results/test_results_deletion.py) are computed in one process, not in both.
 # * Longest first: the units are sent in the order of their seconds in the committed table of a
 #   whole run (book/data/test_durations.csv), so that the long ones start at once and the two
-#   processes finish together.
+#   processes finish together; the units that read the test site go last (:data:`SITE_READERS`).
 #: Each test's seconds in the last measured whole run (setup + call + teardown).
 COMMITTED_DURATIONS = Path(__file__).resolve().parents[1] / "book" / "data" / "test_durations.csv"
 #: The seconds a test absent from that table is taken to last (most tests last under a second).
@@ -270,9 +282,16 @@ def committed_seconds(path: Path = COMMITTED_DURATIONS) -> dict[str, float]:
     return {split_group(r["test"])[0]: float(r["seconds"]) for r in csv.DictReader(rows)}
 
 
+#: The prefix of the groups that read the test site (browser, explorer, PDF): they go after every
+#: other unit, so that the process that does not build the site has other work while the site
+#: builds, and either process runs them once it is built (tests/booksite.py, once_per_run).
+SITE_READERS = "@site-"
+
+
 def longest_units_first(nodeids: list[str], seconds: dict[str, float]) -> list[int]:
     """The order (indices into ``nodeids``) that runs the units of work (:func:`work_unit`) by
-    their total seconds, longest first, each unit's tests in their collected order."""
+    their total seconds, longest first, each unit's tests in their collected order; the units
+    that read the test site (:data:`SITE_READERS`) after all the others."""
     total: dict[str, float] = {}
     for nodeid in nodeids:
         unit = work_unit(nodeid)
@@ -280,8 +299,11 @@ def longest_units_first(nodeids: list[str], seconds: dict[str, float]) -> list[i
     first = {}
     for i, nodeid in enumerate(nodeids):
         first.setdefault(work_unit(nodeid), i)
-    return sorted(range(len(nodeids)),
-                  key=lambda i: (-total[work_unit(nodeids[i])], first[work_unit(nodeids[i])], i))
+    def key(i):
+        unit = work_unit(nodeids[i])
+        return unit.startswith(SITE_READERS), -total[unit], first[unit], i
+
+    return sorted(range(len(nodeids)), key=key)
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,5 +1,5 @@
 """`make test`'s scheduling over its pytest-xdist processes (tests/conftest.py): a group runs in
-one process (so the book's test site is built once and the other weights' chapters run once),
+one process (so the book's test site is built once and its browser and PDF checks read it),
 a module's tests travel together, and the longest units of work start first."""
 
 from __future__ import annotations
@@ -41,10 +41,22 @@ def test_longest_units_first_keeps_each_units_tests_together_and_in_order():
     assert sorted(longest_units_first(ids, {})) == list(range(len(ids)))
 
 
+def test_the_units_that_read_the_test_site_go_last():
+    """However long, a unit of a "site-" group (browser, PDF) goes after the others, so that the
+    process that does not build the site has other work meanwhile."""
+    ids = ["tests/p.py::pdf@site-pdf", "tests/a.py::t", "tests/book.py::build@book",
+           "tests/w.py::b@site-browser", "tests/x.py::y"]
+    seconds = {"tests/p.py::pdf": 300.0, "tests/a.py::t": 5.0, "tests/book.py::build": 600.0,
+               "tests/w.py::b": 200.0, "tests/x.py::y": 50.0}
+    order = [ids[i] for i in longest_units_first(ids, seconds)]
+    assert order == ["tests/book.py::build@book", "tests/x.py::y", "tests/a.py::t",
+                     "tests/p.py::pdf@site-pdf", "tests/w.py::b@site-browser"]
+
+
 #: Tests of the "book" group that need no build, in two modules.
 BOOK_GROUP_UNIT_TESTS = ("test_repository_comes_from_the_environment or test_source_maps_are_dropped"
                          " or test_bibliography_labels_are_author_year"
-                         " or test_ci_installs_the_tex_packages_the_readme_names")
+                         " or test_a_box_breaks_the_page_before_its_label")
 
 
 def test_a_group_runs_in_one_process_under_make_tests_options():
@@ -56,7 +68,7 @@ def test_a_group_runs_in_one_process_under_make_tests_options():
         [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     run = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
                           "-p", "no:cacheprovider", "-k", BOOK_GROUP_UNIT_TESTS,
-                          "tests/book/test_book.py", "tests/book/test_pdf.py"],
+                          "tests/book/test_book.py", "tests/book/test_book_latex.py"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     ran = re.findall(r"\[(gw\d+)\] \[\s*\d+%\] PASSED (\S+)", run.stdout)

@@ -12,8 +12,11 @@
 * **Execution.** ``ATTNXAI_EXECUTE=off`` builds without running any chapter (a build that checks
   only links, buttons and launch cells); ``book/_ext/attnxai_execute.py`` runs the chapters to be
   executed in parallel before Sphinx reads them.
-* **Execution caches.** The quick profile's executed chapters go to ``.jupyter_cache-quick``,
-  never into the paper profile's ``.jupyter_cache`` (jupyter-cache does not know the profile).
+* **Execution caches.** One per profile and seed (:func:`execution_cache_name`): the quick
+  profile's executed chapters go to ``.jupyter_cache-quick``, those of a model of another seed
+  (``ATTNXAI_SEED=43``) to ``.jupyter_cache-seed43`` or ``.jupyter_cache-quick-seed43``, never
+  into the paper profile's ``.jupyter_cache`` (jupyter-cache keys a notebook on its code alone,
+  and knows neither the profile nor the weights).
 * **Editions.** ``ATTNXAI_EDITION=student`` builds the site (or the PDF) without solutions
   (sphinx-exercise's ``hide_solutions``) and strips them from the downloadable ``_sources`` too;
   it reuses the execution cache of the instructor build of the same profile, so nothing runs
@@ -68,6 +71,22 @@ STUDENT_BANNER = ("Student edition: the exercises come without their solutions, 
                   "and Colab buttons open notebooks without them.")
 ENV_REPOSITORY = ("ATTNXAI_REPOSITORY", "GITHUB_REPOSITORY")
 _OWNER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
+
+
+def execution_cache_name(environ=None) -> str:
+    """The folder name of the execution cache for the profile and seed ``environ`` names
+    (``ATTNXAI_PROFILE``, ``ATTNXAI_SEED``; default ``os.environ``): ``.jupyter_cache`` for the
+    paper profile on its own seed, ``-quick`` and ``-seed<N>`` appended otherwise. The same code
+    run on other weights prints other numbers, so it must not find the outputs of another model;
+    a seed that is not a whole number is refused (``ValueError`` naming ``ATTNXAI_SEED``)."""
+    from attnxai.settings import parse_seed
+
+    environ = os.environ if environ is None else environ
+    name = ".jupyter_cache"
+    if environ.get("ATTNXAI_PROFILE", "paper") == "quick":
+        name += "-quick"
+    seed = parse_seed(environ.get("ATTNXAI_SEED"))
+    return name if seed is None else f"{name}-seed{seed}"
 
 
 def edition() -> str:
@@ -162,15 +181,14 @@ def _config_inited(app, config):
     # One search field, the sidebar's: pydata-sphinx-theme >= 0.16 adds another in a top bar that
     # holds nothing else (sphinx-book-theme has its own header with a search button).
     config.html_theme_options.setdefault("navbar_persistent", [])
-    # jupyter-cache keys a notebook on its code cells only, so the paper and quick profiles
-    # (same code, different outputs) must never share a cache: the quick profile's is
-    # .jupyter_cache-quick beside the default one.
+    # jupyter-cache keys a notebook on its code cells only, so two profiles or seeds (same code,
+    # different outputs) must never share a cache: execution_cache_name's beside the default one.
     # A build that only checks pages' links, buttons and launch cells (tests/booksite.py's
     # repository builds) runs no chapter: ATTNXAI_EXECUTE=off.
     if os.environ.get(ENV_EXECUTE, "").strip().lower() == "off":
         config.nb_execution_mode = "off"
     quick = os.environ.get("ATTNXAI_PROFILE", "paper") == "quick"
-    cache = ".jupyter_cache-quick" if quick else ".jupyter_cache"
+    cache = execution_cache_name()
     if edition() == "student":
         config.hide_solutions = True
         # Reuse the executed notebooks of the instructor build of the same profile (`make book`
@@ -178,7 +196,7 @@ def _config_inited(app, config):
         # (or those of $ATTNXAI_EXECUTION_CACHE: tests/check_pdf.sh's instructor PDF)
         build = ROOT / "_build" / "test" / "_build" if quick else ROOT / "_build"
         config.nb_execution_cache_path = os.environ.get("ATTNXAI_EXECUTION_CACHE") or str(build / cache)
-    elif quick and not config.nb_execution_cache_path:
+    elif cache != ".jupyter_cache" and not config.nb_execution_cache_path:
         config.nb_execution_cache_path = str(Path(app.outdir).parent / cache)
     # The MathJax macros, for LaTeX.
     macros = (config.mathjax3_config or {}).get("tex", {}).get("macros", {})

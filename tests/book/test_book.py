@@ -86,7 +86,7 @@ def test_every_figure_reads_in_greyscale(quick_model):
     from pathlib import Path
 
     from attnxai.chapters import plots
-    from booksite import OUT, ROOT
+    from booksite import ROOT, book_env, execution_cache
 
     try:
         build_site()
@@ -96,7 +96,7 @@ def test_every_figure_reads_in_greyscale(quick_model):
 
     # the chapters as the build executed them: each one's latest record in the execution cache
     # (myst-nb's jupyter_execute copies keep no outputs when the cache answers)
-    cache = get_cache(OUT / "_build" / ".jupyter_cache-quick")
+    cache = get_cache(execution_cache(book_env()))
     latest = {}
     for record in sorted(cache.list_cache_records(), key=lambda r: r.created):
         latest[Path(record.uri).stem] = record
@@ -134,7 +134,7 @@ def test_student_site_has_no_solutions(quick_model):
     import sys
     from pathlib import Path
 
-    from booksite import OUT, ROOT
+    from booksite import OUT, ROOT, book_env
 
     try:
         build_site()
@@ -142,7 +142,7 @@ def test_student_site_has_no_solutions(quick_model):
         pytest.fail(str(exc))
     out = ROOT / "_build" / "student-test"
     jb = Path(sys.executable).parent / "jupyter-book"
-    env = {**os.environ, "ATTNXAI_PROFILE": "quick", "ATTNXAI_EDITION": "student"}
+    env = book_env(ATTNXAI_EDITION="student")
     run = subprocess.run([str(jb), "build", str(ROOT), "-W", "--keep-going",
                           "--path-output", str(out)], capture_output=True, text=True, env=env,
                          cwd=ROOT)

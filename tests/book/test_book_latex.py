@@ -8,6 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
+# The extension's unit tests join the group of the build they configure (tests/book/test_book.py):
+# quick members of a group of two modules, which tests/test_xdist_schedule.py runs under
+# `make test`'s options to check that a group holds.
+pytestmark = pytest.mark.xdist_group("book")
+
 pytest.importorskip("sphinx_exercise")
 from docutils import nodes  # noqa: E402
 from docutils.utils import new_document  # noqa: E402
@@ -136,3 +141,18 @@ def test_solutions_stay_in_their_chapter_when_the_next_one_is_nested_in_it():
     assert kinds[-4:] == ["raw", "solution_node", "solution_node", "start_of_file"]
     assert [type(c).__name__ for c in sec.children] == ["title", "exercise_enumerable_node", "raw",
                                                         "solution_node"]
+
+
+def test_each_profile_and_seed_has_its_execution_cache():
+    """jupyter-cache keys a chapter on its code alone: the same code run on another model (profile
+    or seed) must find another cache, or it would show the first model's outputs."""
+    names = {ext.execution_cache_name(env) for env in (
+        {}, {"ATTNXAI_PROFILE": "paper"}, {"ATTNXAI_PROFILE": "quick"},
+        {"ATTNXAI_SEED": "43"}, {"ATTNXAI_PROFILE": "quick", "ATTNXAI_SEED": "43"},
+        {"ATTNXAI_PROFILE": "quick", "ATTNXAI_SEED": "44"})}
+    assert names == {".jupyter_cache", ".jupyter_cache-quick", ".jupyter_cache-seed43",
+                     ".jupyter_cache-quick-seed43", ".jupyter_cache-quick-seed44"}
+    assert ext.execution_cache_name({"ATTNXAI_SEED": " 43 "}) == ".jupyter_cache-seed43"
+    assert ext.execution_cache_name({"ATTNXAI_SEED": ""}) == ".jupyter_cache"
+    with pytest.raises(ValueError, match="ATTNXAI_SEED"):
+        ext.execution_cache_name({"ATTNXAI_SEED": "forty-three"})

@@ -43,9 +43,10 @@ from booksite import (REPOSITORY_PAGES, ROOT, TEST_REPOSITORY, TOC, BuildFailed,
 # every number): a git hash or another hex digest, a load average, "uncommitted"
 from check_pdf import PROVENANCE
 
-# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup): every test that
-# reads the built site stays in one of them, so the site is built once (tests/booksite.py).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
+# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: scheduled
+# after every unit that does not (tests/conftest.py), it runs in whichever process is free and
+# finds the site built once for the run (tests/booksite.py, once_per_run).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("site-browser")]
 
 CHROMIUM = os.environ.get("ATTNXAI_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -35,13 +35,14 @@ import pytest
 
 from attnxai import explorer, normalize_for_lime, tokenize
 from attnxai.text import dropped_characters
-from booksite import OUT, ROOT
+from booksite import OUT, ROOT, book_env, execution_cache
 from conftest import make_tiny, tiny_text
 from test_browser import DESKTOP, PHONE, _serve, browser, server, site  # noqa: F401 (fixtures)
 
-# the built site's tests share the book's build with tests/book/test_browser.py: one process of
-# `make test`'s (pytest-xdist's group "book"; a plain mark without xdist)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("book")]
+# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: scheduled
+# after every unit that does not (tests/conftest.py), it runs in whichever process is free and
+# finds the site built once for the run (tests/booksite.py, once_per_run).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("site-explorer")]
 
 #: Largest |page - package| allowed, relative to the text's largest |score| of the explainer.
 TOL = explorer.TOLERANCE
@@ -477,9 +478,8 @@ def test_student_edition_and_latex_leave_the_explorer_out(quick_model, site):
     toc.write_text("format: jb-book\nroot: book/intro\nparts:\n  - caption: Front matter\n"
                    "    chapters:\n      - file: book/explore\n")
     jb = Path(sys.executable).parent / "jupyter-book"
-    env = {**{k: v for k, v in os.environ.items() if k not in ("ATTNXAI_REPOSITORY", "GITHUB_REPOSITORY")},
-           "ATTNXAI_PROFILE": "quick",                 # the site's executed pages, reused
-           "ATTNXAI_EXECUTION_CACHE": str(site.parent / ".jupyter_cache-quick")}
+    env = book_env()                             # the site's executed pages, reused
+    env["ATTNXAI_EXECUTION_CACHE"] = str(execution_cache(env, site.parents[1]))
     # (both in the student edition, which reuses the test build's executed page: the LaTeX
     # block is the same in both editions)
     for edition, builder in (("student", "html"), ("student", "latex")):

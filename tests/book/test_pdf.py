@@ -8,11 +8,12 @@ import subprocess
 
 import pytest
 
-from booksite import ROOT, BuildFailed, build_site
+from booksite import ROOT, BuildFailed, book_env, build_site
 
-# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup): every test that
-# reads the built site stays in one of them, so the site is built once (tests/booksite.py).
-pytestmark = pytest.mark.xdist_group("book")
+# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: scheduled
+# after every unit that does not (tests/conftest.py), it runs in whichever process is free and
+# finds the site built once for the run (tests/booksite.py, once_per_run).
+pytestmark = pytest.mark.xdist_group("site-pdf")
 
 TOOLS = ("xelatex", "latexmk", "pdftoppm", "pdftotext", "pdfinfo")
 
@@ -28,7 +29,7 @@ def test_the_pdf_reads_well_on_paper(quick_model):
     except BuildFailed as exc:
         pytest.fail(str(exc))
     run = subprocess.run(["bash", str(ROOT / "tests" / "check_pdf.sh")], cwd=ROOT,
-                         capture_output=True, text=True, timeout=3600)
+                         capture_output=True, text=True, timeout=3600, env=book_env())
     assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
 
 
