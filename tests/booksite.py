@@ -40,6 +40,12 @@ REPOSITORY_PAGES = {"root": "book/intro",
 _REPOSITORY_VARS = ("ATTNXAI_REPOSITORY", "GITHUB_REPOSITORY")
 
 
+#: Held by every build into _build/student-test (the student site of tests/book/test_book.py, the
+#: student PDF of tests/check_pdf.sh, which reuses that folder's read documents): they may run in
+#: the two processes of `make test` at once, and one folder takes one build at a time.
+STUDENT_LOCK = ROOT / "_build" / ".student-test.lock"
+
+
 class BuildFailed(RuntimeError):
     pass
 

@@ -134,7 +134,9 @@ def test_student_site_has_no_solutions(quick_model):
     import sys
     from pathlib import Path
 
-    from booksite import OUT, ROOT, book_env
+    from filelock import FileLock
+
+    from booksite import OUT, ROOT, STUDENT_LOCK, book_env
 
     try:
         build_site()
@@ -143,9 +145,10 @@ def test_student_site_has_no_solutions(quick_model):
     out = ROOT / "_build" / "student-test"
     jb = Path(sys.executable).parent / "jupyter-book"
     env = book_env(ATTNXAI_EDITION="student")
-    run = subprocess.run([str(jb), "build", str(ROOT), "-W", "--keep-going",
-                          "--path-output", str(out)], capture_output=True, text=True, env=env,
-                         cwd=ROOT)
+    with FileLock(str(STUDENT_LOCK)):
+        run = subprocess.run([str(jb), "build", str(ROOT), "-W", "--keep-going",
+                              "--path-output", str(out)], capture_output=True, text=True,
+                             env=env, cwd=ROOT)
     assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
     assert "Executing notebook" not in run.stdout, "the student build ran chapters again"
     html = out / "_build" / "html"

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from booksite import ROOT, BuildFailed, book_env, build_site
+from booksite import ROOT, STUDENT_LOCK, BuildFailed, book_env, build_site
 
 # A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: scheduled
 # after every unit that does not (tests/conftest.py), it runs in whichever process is free and
@@ -28,8 +28,12 @@ def test_the_pdf_reads_well_on_paper(quick_model):
         build_site()          # its executed chapters are what the PDF build reuses
     except BuildFailed as exc:
         pytest.fail(str(exc))
-    run = subprocess.run(["bash", str(ROOT / "tests" / "check_pdf.sh")], cwd=ROOT,
-                         capture_output=True, text=True, timeout=3600, env=book_env())
+    from filelock import FileLock
+
+    STUDENT_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(STUDENT_LOCK)):
+        run = subprocess.run(["bash", str(ROOT / "tests" / "check_pdf.sh")], cwd=ROOT,
+                             capture_output=True, text=True, timeout=3600, env=book_env())
     assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
 
 
