@@ -11,6 +11,10 @@ myst-nb then finds every chapter in the cache and executes nothing; `make book`,
 tests keep one cache. A chapter that fails here is left out of the cache: myst-nb executes it
 again as it always did and reports the failure (the build fails with the cell's traceback).
 
+The longest chapters start first (:func:`longest_first`: their seconds in the committed table of
+a measured build, ``book/data/chapter_seconds.csv``), so that the last one to finish does not run
+alone while the other cores idle.
+
 One line per chapter is printed as it finishes (name, seconds, how many done).
 ``ATTNXAI_BUILD_JOBS=1`` turns the parallel step off (myst-nb alone, as before); the default is
 the number of cores, at most 4 (each kernel holds about 1-2 GB).
@@ -100,6 +104,33 @@ def _excluded(chapter: Chapter) -> bool:
                for pattern in chapter.config.execution_excludepatterns or ())
 
 
+#: Each chapter's seconds in a measured `make book` (the lines this extension prints), to start
+#: the longest first.
+COMMITTED_SECONDS = Path(__file__).resolve().parents[1] / "data" / "chapter_seconds.csv"
+
+
+def committed_seconds(path: Path = COMMITTED_SECONDS) -> dict[str, float]:
+    """docname -> seconds, from the committed table (``#`` lines are its header); {} without it."""
+    import csv
+
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as f:
+        rows = [line for line in f if not line.startswith("#")]
+    return {r["docname"]: float(r["seconds"]) for r in csv.DictReader(rows)}
+
+
+def longest_first(chapters: list[Chapter], seconds: dict[str, float]) -> list[Chapter]:
+    """``chapters``, the longest first: by their seconds in ``seconds``; a chapter the table does
+    not know (a new one) counts one second per kilobyte of its source, the table's own ratio
+    give or take a factor of two, and ties keep their order."""
+    def cost(chapter: Chapter) -> float:
+        known = seconds.get(chapter.docname)
+        return known if known is not None else chapter.path.stat().st_size / 1000
+
+    return sorted(chapters, key=cost, reverse=True)
+
+
 def stale_chapters(app, env, docnames) -> list[Chapter]:
     """The notebooks among ``docnames`` that myst-nb would execute (cache mode, not excluded,
     not in the cache)."""
@@ -187,7 +218,7 @@ def _before_read(app, env, docnames):
         return               # nothing to gain: myst-nb executes it as usual
     LOGGER.info(f"[attnxai] executing {len(chapters)} chapters, {n} at a time "
                 f"({ENV_JOBS}=1 for one at a time)")
-    execute_in_parallel(chapters, n, say=LOGGER.info)
+    execute_in_parallel(longest_first(chapters, committed_seconds()), n, say=LOGGER.info)
 
 
 def setup(app):

@@ -86,6 +86,23 @@ def _build(book: Path) -> subprocess.CompletedProcess:
                           env=env, cwd=book, timeout=600)
 
 
+def test_the_longest_chapters_start_first(tmp_path):
+    """By the committed seconds; a chapter the table does not know by its size (1 s a kB)."""
+    ext = _extension()
+    paths = {}
+    for name, size in (("a", 10_000), ("b", 90_000), ("c", 30_000), ("new", 50_000)):
+        paths[name] = tmp_path / f"{name}.md"
+        paths[name].write_text("x" * size)
+    chapters = [ext.Chapter(f"notebooks/{n}", p, None, None, None) for n, p in paths.items()]
+    seconds = {"notebooks/a": 150.0, "notebooks/b": 20.0, "notebooks/c": 60.0}
+    order = [c.docname.split("/")[1] for c in ext.longest_first(chapters, seconds)]
+    assert order == ["a", "c", "new", "b"]
+    table = ext.committed_seconds()
+    chapters_md = {f"notebooks/{p.stem}" for p in (ROOT / "notebooks").glob("*.md")}
+    assert chapters_md <= set(table), "book/data/chapter_seconds.csv lists every chapter"
+    assert all(v > 0 for v in table.values())
+
+
 def test_chapters_run_in_parallel_into_myst_nbs_cache(tmp_path):
     run = _build(_book(tmp_path))
     log = run.stdout + run.stderr
