@@ -31,16 +31,6 @@ torch.set_num_threads(torch_threads(os.cpu_count(),
                                     int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
 
 
-@pytest.fixture
-def session_settings():
-    """attnxai.settings' session value, restored after the test (which may :func:`use` others)."""
-    from attnxai import settings
-
-    before = settings.current()
-    yield settings
-    settings.use(before)
-
-
 @pytest.fixture(scope="session")
 def archive() -> str:
     path = os.environ.get("ATTNXAI_IMDB_ARCHIVE")

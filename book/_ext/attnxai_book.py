@@ -289,9 +289,11 @@ def _export_explorer(outdir: Path) -> None:
         return
     sys.path.insert(0, str(ROOT / "src"))
     from attnxai import explorer, pretrained
-    from attnxai.chapters.runconfig import profile
+    from attnxai.settings import from_environment
 
-    meta = explorer.export(pretrained(profile(), progress=False), outdir / "_static" / "explorer")
+    # the build is an entry point: its session is the one the environment names (profile, seed)
+    meta = explorer.export(pretrained(from_environment(), progress=False),
+                           outdir / "_static" / "explorer")
     print(f"attnxai: the explorer's tables for {meta['model']['model']} "
           f"({meta['binary']['bytes'] / 1e6:.2f} MB) in _static/explorer")
 

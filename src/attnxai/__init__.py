@@ -65,12 +65,11 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
     validate | chapters/ | threads
                                  one validator per input | the chapters' helpers | thread limits
         chapters/: agreement | faithfulness | limitstudy | toymodels, plots | tables,
-                   printforms | paper | prose | runconfig, latex_tables | latex_maths, page
+                   printforms | paper | prose, latex_tables | latex_maths, page
                                  the committed studies of chapters 9, 7 and 6 | chapter 5's toy
                                  classifiers, figures | tables for readers, print forms of
-                                 outputs | the paper's numbers | numbers for the chapters' prose |
-                                 sample sizes for the session's profile, a table's LaTeX |
-                                 SymPy's broken over lines, the widths they fit
+                                 outputs | the paper's numbers | numbers for the chapters' prose,
+                                 a table's LaTeX | SymPy's broken over lines, the widths they fit
     store/ | native | budget | shading
                                  what is written, downloaded, recorded | the numba decorator |
                                  memory budgets | tokens shaded by weight (Figure 1, HTML, LaTeX)
@@ -82,8 +81,9 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
                                  the results folder (held, adopted, loaded), its parquet parts
                                  (verified), its run log, the names of its files
     progress                     the one progress bar
-    errors | settings            the errors a user can fix | the session's profile and seed (the
-                                 one reader of ATTNXAI_PROFILE and ATTNXAI_SEED)
+    errors | settings            the errors a user can fix | the session (profile, seed, sample
+                                 sizes), a value the entry points resolve and pass on (the one
+                                 reader of ATTNXAI_PROFILE and ATTNXAI_SEED)
 
 **One text** (:func:`explain`): ``attnxai.explain(pre, text, methods, settings=...)`` returns an
 :class:`~attnxai.explanation.Explanation` with every method's token- and word-level scores.
@@ -109,9 +109,10 @@ from .model.interface import ClassifierBase
 from .model.single_layer import AttentionClassifier, Internals
 from .model.textmodel import Pretrained
 from .model.trained import pretrained
+from .settings import Session
 from .text import Vocab, normalize_for_lime, tokenize
 
 __version__ = "0.2.0"
 __all__ = ["AttentionClassifier", "ClassifierBase", "Explanation", "Internals", "Pretrained",
-           "Vocab", "explain", "load", "load_imdb", "normalize_for_lime", "pretrained", "save",
+           "Session", "Vocab", "explain", "load", "load_imdb", "normalize_for_lime", "pretrained", "save",
            "tokenize", "__version__"]

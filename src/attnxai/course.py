@@ -1,11 +1,12 @@
 """Teaching with the book: the chapters' launch cell, notebooks for Colab, student editions.
 
 * :func:`start` is what the first cell of every chapter calls (after installing attnxai when it
-  is missing, e.g. on Colab): it picks the trained model the chapter will use and says which.
-  A profile chosen at the entry point (``ATTNXAI_PROFILE``, :mod:`attnxai.settings`) wins;
-  otherwise the paper's model if it is in the cache or the book's published one can be
-  downloaded (seconds), else the quick model (trained in about a minute), announced as such, so
-  that a chapter launched on a fresh machine runs in minutes instead of training for ten.
+  is missing, e.g. on Colab): it picks the trained model the chapter will use, says which, and
+  returns the session (:class:`attnxai.settings.Session`: profile and seed) that the chapter
+  holds as ``session`` and passes on. A profile named by ``ATTNXAI_PROFILE`` wins; otherwise the
+  paper's model if it is in the cache or the book's published one can be downloaded (seconds),
+  else the quick model (trained in about a minute), announced as such, so that a chapter
+  launched on a fresh machine runs in minutes instead of training for ten.
 * :func:`chapter_notebook` turns a chapter (jupytext MyST Markdown) into a Jupyter notebook without
   outputs: the ``notebooks/*.ipynb`` that Colab and the download menu open
   (``tests/book/test_notebooks_sync.py`` checks they match the ``.md``); ``student=True`` removes the
@@ -28,37 +29,41 @@ from .store.files import atomic_write
 #: :func:`repository_url`): it installs attnxai from there when it is missing (Colab).
 LAUNCH_CELL = '''\
 # Launch cell: installs attnxai if it is missing (Colab, a fresh Binder or laptop), then picks
-# the trained model (the paper's if it is cached, else the quick one). See "Launch and run".
+# the trained model (the paper's if it is cached, else the quick one) and returns the session
+# (profile, seed) that the chapter passes on. See "Launch and run".
 try:
     import attnxai.course
 except ImportError:
     %pip install --quiet "attnxai @ git+{url}"
     import attnxai.course
-attnxai.course.start();'''
+session = attnxai.course.start()'''
 #: The launch cell of a book that names no repository: nothing to install from, so it says how
 #: to install attnxai instead of trying a made-up address.
 LAUNCH_CELL_LOCAL = '''\
-# Launch cell: picks the trained model (the paper's if it is cached, else the quick one). See
-# "Launch and run". This copy of the book names no repository to install attnxai from.
+# Launch cell: picks the trained model (the paper's if it is cached, else the quick one) and
+# returns the session (profile, seed) that the chapter passes on. See "Launch and run". This
+# copy of the book names no repository to install attnxai from.
 try:
     import attnxai.course
 except ImportError as exc:
     raise ImportError("attnxai is not installed: run `pip install -e .` in the book's folder, "
                       "then restart the kernel") from exc
-attnxai.course.start();'''
+session = attnxai.course.start()'''
 LAUNCH_MARKER = "# Launch cell:"
 
 
-def start(*, verbose: bool = True) -> str:
-    """Choose the profile a chapter runs on, say which, and return it ("paper" or "quick").
+def start(*, verbose: bool = True) -> settings.Session:
+    """The session a chapter runs on (:class:`attnxai.settings.Session`: its profile and seed),
+    said and returned; the chapter keeps it as ``session`` and passes it on
+    (``attnxai.pretrained(session)``, ``session.sized(...)``). The entry point of a chapter: the one
+    place a chapter's settings are read from the environment.
 
-    A profile chosen (``ATTNXAI_PROFILE``, read once by :func:`attnxai.settings.current`): that
-    profile. None: "paper" if the paper's model is in the cache (``attnxai.data.cache_dir()``) or
-    the book's published one can be downloaded (verified, :mod:`attnxai.model.store.hub`; it says where
-    it came from), else "quick", which becomes the session's profile (:func:`attnxai.settings.use`)
-    so that every later ``attnxai.pretrained()`` and ``sized()`` of the session use it (the message
-    says why the download was not possible and how to turn it on). Nothing is
-    trained here; the chapter's own ``attnxai.pretrained()`` trains the quick model if needed
+    The profile: the one ``ATTNXAI_PROFILE`` names, if set. Else "paper" if the paper's model
+    (at the session's seed) is in the cache (``attnxai.data.cache_dir()``) or the book's published
+    one can be downloaded (verified, :mod:`attnxai.model.store.hub`; it says where it came from),
+    else "quick" (the message says why the download was not possible and how to turn it on). The
+    seed: the one ``ATTNXAI_SEED`` names, else None (each profile's own). Nothing is trained
+    here; the chapter's own ``attnxai.pretrained(session)`` trains the quick model if needed
     (about a minute on two cores).
     """
     from . import __version__
@@ -66,30 +71,31 @@ def start(*, verbose: bool = True) -> str:
     from .model.trained import ModelNotCached, pretrained
     from .data import cache_dir
 
-    explicit = settings.current().profile
+    explicit, seed = settings.chosen_profile(), settings.chosen_seed()
     if explicit is not None:
-        chosen = explicit
-        why = f"{settings.ENV_PROFILE}={chosen} is set"
+        session = settings.Session(explicit, seed)
+        why = f"{settings.ENV_PROFILE}={explicit} is set"
     else:
         try:
-            pre = pretrained("paper", train_if_missing=False, progress=verbose)
+            session = settings.Session("paper", seed)
+            pre = pretrained(session, train_if_missing=False, progress=verbose)
             came = origin(pre.path)
-            chosen, why = "paper", (
-                "the paper's model is trained and cached" if came is None else
-                f"the book's paper model {pre.path.name}, downloaded from {came.get('url')} on "
-                f"{str(came.get('downloaded', '?'))[:10]} and verified; `python -m attnxai info` "
-                "shows its key and the sha256 of its files")
+            why = ("the paper's model is trained and cached" if came is None else
+                   f"the book's paper model {pre.path.name}, downloaded from {came.get('url')} "
+                   f"on {str(came.get('downloaded', '?'))[:10]} and verified; `python -m attnxai "
+                   "info` shows its key and the sha256 of its files")
         except ModelNotCached as exc:
-            chosen = settings.use(profile="quick").profile
+            session = settings.Session("quick", seed)
             why = ("no trained paper model in this cache and the book's was not downloaded "
                    f"({exc.reason}), so this session FALLS BACK TO THE QUICK MODEL (trained in "
                    "about a minute, small samples): its numbers differ from the book's. For the "
                    "paper's model run `python -m attnxai train --profile paper` (about 10 minutes "
                    "on two cores), then restart the kernel")
     if verbose:
-        print(f"attnxai {__version__}: profile {chosen!r} ({why}).\n"
+        seeded = "" if seed is None else f", seed {seed} ({settings.ENV_SEED})"
+        print(f"attnxai {__version__}: profile {session.profile!r}{seeded} ({why}).\n"
               f"cache: {shown_path(cache_dir())}")
-    return chosen
+    return session
 
 
 def shown_path(path: str | os.PathLike) -> str:

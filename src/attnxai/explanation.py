@@ -22,8 +22,11 @@ word-level score is the word's whole score at each occurrence). The faithfulness
 **Settings.** ``target`` (the explained logit, or ``"predicted"``) and ``seed`` are set once for
 every method; ``settings`` gives a method's own (its fields in :mod:`attnxai.registry`), and a
 setting a method does not have, or two different values of a shared one, is refused
-(:mod:`attnxai.registry` says which are shared). ``ex.settings`` records what every method ran
-with.
+(:mod:`attnxai.registry` says which are shared, and resolves them:
+:func:`attnxai.registry.resolve_settings`). ``ex.settings`` records what every method ran with.
+A corpus study resolves its settings once, before its first review
+(:func:`attnxai.registry.study_settings`), and explains each review with :func:`explain_with`,
+which checks nothing again.
 """
 
 from __future__ import annotations
@@ -42,13 +45,13 @@ import torch
 from . import validate
 from .progress import bar as progress_bar
 from .shading import explanations_html, figure1_page
-from .registry import DEFAULT_SEED, METHODS, PAPER_METHODS, SHARED, Document
+from .registry import DEFAULT_SEED, METHODS, PAPER_METHODS, Document, resolve_settings
 from .text import (DroppedCharactersWarning, TruncationWarning, dropped_characters,
                    normalize_for_lime, tokenize)
 from .model.textmodel import Pretrained
 from .words import Words
 
-__all__ = ["Explanation", "explain", "read_document", "resolve_settings"]
+__all__ = ["Explanation", "explain", "explain_with", "read_document", "resolve_settings"]
 
 
 @dataclass
@@ -238,96 +241,7 @@ def read_document(pre: Pretrained, text: str, target: int | str = 1
     return doc, cut, unknown
 
 
-# ---------------------------------------------------------------------- settings
-def _given(settings: Mapping[str, Any] | None, names: list[str]) -> dict[str, dict[str, Any]]:
-    """The settings given per method, as dicts of fields, checked against each method's fields
-    (a settings object: all its fields, and the object itself under :data:`_OBJECT`)."""
-    if settings is None:
-        return {}
-    if not isinstance(settings, Mapping):
-        raise TypeError(f"settings must map a method's name to its settings, got "
-                        f"{type(settings).__name__}")
-    out = {}
-    for name, given in settings.items():
-        if name not in METHODS:
-            raise ValueError(f"settings for an unknown method {name!r}; choose among "
-                             f"{list(METHODS)}")
-        if name not in names:
-            raise ValueError(f"settings for {name!r}, which is not among the methods asked "
-                             f"({', '.join(names)})")
-        cls = METHODS[name].settings
-        if isinstance(given, cls):
-            out[name] = {**{f.name: getattr(given, f.name) for f in dataclasses.fields(cls)},
-                         _OBJECT: given}
-            continue
-        if not isinstance(given, Mapping):
-            raise TypeError(f"settings[{name!r}] must be a dict or a {cls.__name__}, got "
-                            f"{type(given).__name__}")
-        known = [f.name for f in dataclasses.fields(cls)]
-        if "target" in given:
-            raise ValueError(f"settings[{name!r}] sets a target: the explained class is one for "
-                             "every method; pass target= to explain() instead")
-        bad = [k for k in given if k not in known]
-        if bad:
-            raise ValueError(f"{name} has no setting {bad}; its settings are "
-                             f"{known or 'none'}")
-        out[name] = dict(given)
-    return out
-
-
-def _resolve(names: list[str], given: dict[str, dict[str, Any]], seed: int) -> dict[str, Any]:
-    """Each method's settings object: its defaults, the shared settings of the method it follows,
-    what was given, and the explanation's seed where the method draws random numbers."""
-    given = {m: dict(v) for m, v in given.items()}
-    for method, leader, keys in SHARED:
-        for k in keys:
-            a, b = given.get(method, {}).get(k), given.get(leader, {}).get(k)
-            if a is not None and b is not None and a != b:
-                raise ValueError(f"{method} and {leader} must share {k}, but {method} was given "
-                                 f"{a!r} and {leader} {b!r}: give it once")
-            value = a if a is not None else b
-            if value is not None:
-                for m in (method, leader):
-                    if m in names:
-                        given.setdefault(m, {})[k] = value
-    out = {}
-    for m in names:
-        cls = METHODS[m].settings
-        kw = given.get(m, {})
-        if "seed" in {f.name for f in dataclasses.fields(cls)} and kw.get("seed") is None:
-            kw = {**kw, "seed": seed}
-        out[m] = _built(cls, kw)
-    return out
-
-
-#: The key under which :func:`_given` keeps a settings object given whole.
-_OBJECT = "<settings object>"
-
-
-def _built(cls: type, kw: dict[str, Any]) -> Any:
-    """The settings object of the fields ``kw``: a settings object given whole is kept (checked
-    when it was built), with only the fields that changed replaced (and checked) where the class
-    can (``cls.of``, :class:`~attnxai.limit_settings.LimeSettings`)."""
-    kw = dict(kw)
-    base = kw.pop(_OBJECT, None)
-    if base is None:
-        return cls(**kw)
-    changed = {k: v for k, v in kw.items() if getattr(base, k) != v
-               or type(getattr(base, k)) is not type(v)}
-    if not changed:
-        return base
-    return cls.of(base, **changed) if hasattr(cls, "of") else dataclasses.replace(base, **changed)
-
-
 # ---------------------------------------------------------------------- explaining
-def resolve_settings(methods: list[str], settings: Mapping[str, Any] | None = None, *,
-                     seed: int = DEFAULT_SEED) -> dict[str, Any]:
-    """Each of ``methods``' settings object (module docstring: ``settings`` per method, a dict
-    of its fields or its settings object; ``seed`` for the random methods given none): every
-    check :func:`explain` makes of its settings, before any text is read."""
-    return _resolve(methods, _given(settings, methods), validate.integer(seed, "seed"))
-
-
 def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = None, *,
             target: int | str = 1, seed: int = DEFAULT_SEED,
             settings: Mapping[str, Any] | None = None, progress: bool = False) -> Explanation:
@@ -352,8 +266,36 @@ def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = 
         model = pretrained(model, progress=progress)
     names = validate.names(methods, tuple(METHODS), kind="method", default=PAPER_METHODS)
     seed = validate.integer(seed, "seed")
-    resolved = resolve_settings(names, settings, seed=seed)
-    doc, cut, unknown = read_document(model, text, target)
+    return _explained(model, text, resolve_settings(names, settings, seed=seed), target,
+                      progress, {"seed": seed})
+
+
+def explain_with(pre: Pretrained, text: str, resolved: Mapping[str, Any], *,
+                 target: int | str = 1, seeds: Mapping[str, int] | None = None) -> Explanation:
+    """:func:`explain` with the settings already resolved: ``resolved`` maps each method to run to
+    its settings object, as :func:`attnxai.registry.resolve_settings` (or
+    :func:`~attnxai.registry.study_settings`) built and checked them; nothing is checked again.
+    ``seeds``: per method, the seed that replaces its settings' (a corpus study's seed of this
+    review). What a study calls once per review, its settings checked once, before the first."""
+    if seeds:
+        resolved = {m: _seeded(s, seeds[m]) if m in seeds else s for m, s in resolved.items()}
+    return _explained(pre, text, resolved, target, False, {})
+
+
+def _seeded(settings: Any, seed: int) -> Any:
+    """The settings object with its ``seed`` replaced: checked alone where the class can
+    (``cls.of``, :class:`~attnxai.limit_settings.LimeSettings`), else by the class."""
+    cls = type(settings)
+    return cls.of(settings, seed=seed) if hasattr(cls, "of") else \
+        dataclasses.replace(settings, seed=seed)
+
+
+def _explained(pre: Pretrained, text: str, resolved: Mapping[str, Any], target: int | str,
+               progress: bool, recorded_too: dict[str, Any]) -> Explanation:
+    """The explanations of ``text`` by the methods of ``resolved`` (their settings objects);
+    ``recorded_too``: more of what the explanation records about itself (explain's seed)."""
+    names = list(resolved)
+    doc, cut, unknown = read_document(pre, text, target)
     values: dict[str, np.ndarray] = {}
     seconds: dict[str, float] = {}
     groups = list(dict.fromkeys(METHODS[m].group for m in names))
@@ -379,9 +321,8 @@ def explain(model: Pretrained | str, text: str, methods: Iterable[str] | None = 
             word_scores[m] = values[m]
             token_scores[m] = doc.words.to_tokens(values[m])
     recorded = {m: dataclasses.asdict(resolved[m]) for m in names}
-    recorded["explanation"] = {"target": doc.target, "seed": seed,
+    recorded["explanation"] = {"target": doc.target, **recorded_too,
                                "preprocessing": "normalize_for_lime"}
-    pre = doc.pre
     return Explanation(text=doc.text, tokens=doc.tokens, words=list(doc.words.words), ids=doc.ids,
                        token_scores=token_scores, word_scores=word_scores, logits=doc.logits,
                        target=doc.target, settings=recorded, n_tokens=len(doc.tokens) + cut,

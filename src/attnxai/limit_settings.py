@@ -5,10 +5,13 @@ width and removal mode default to LIME's.
 
 One :class:`LimeSettings` travels whole from the command line (whose ``--num-samples``,
 ``--kernel-width``... are generated from its fields, :func:`attnxai.cli.flags.add_settings_flags`)
-through the studies (:mod:`attnxai.experiment`) and :func:`attnxai.explain` to
-:func:`attnxai.fastlime.explain_instance`, and :meth:`LimeSettings.limit` gives the closed forms
-the same width and mode. It is checked once, when built (``__post_init__``); nothing downstream
-checks it again.
+through the studies (:mod:`attnxai.experiment`, which resolve every method's settings once, in
+:func:`attnxai.registry.study_settings`, and give each review
+:func:`attnxai.explanation.explain_with`) to :func:`attnxai.fastlime.explain_instance` and its
+kernel, and :meth:`LimeSettings.limit` gives the closed forms the same width and mode. It is
+checked once, when built (``__post_init__``); a review's seed is replaced with
+:meth:`LimeSettings.of`, which checks the seed alone; nothing downstream checks the width again
+(``tests/cli/test_kernel_width_walk.py`` follows it from ``attnxai faithfulness`` to the kernel).
 
 This module sits below the closed forms, fastlime and the registry (it imports only
 :mod:`attnxai.validate`), so that naming a setting loads neither SymPy nor numba.

@@ -45,7 +45,7 @@ __all__ = ["ALL_METHODS", "Compared", "DEFAULT_SEED", "DELETION_POSITIONS", "Doc
            "PAPER_METHODS", "POSITION_METHODS", "SHARED", "AttentionSettings", "BanzhafSettings",
            "IGSettings", "LimeSettings", "LimitSettings", "NoSettings", "RandomSettings",
            "ShapleySettings", "SmoothGradSettings", "parse_settings", "position_scores",
-           "study_given", "study_records", "study_settings"]
+           "resolve_settings", "study_given", "study_records", "study_seeds", "study_settings"]
 
 #: The method families, in the order their methods follow the paper's seven (registered here,
 #: explicitly: nothing is discovered by scanning).
@@ -163,6 +163,97 @@ def parse_settings(specs: Iterable[str] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
+# ---------------------------------------------------------------------- settings, resolved
+def _given(settings: Mapping[str, Any] | None, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The settings given per method, as dicts of fields, checked against each method's fields
+    (a settings object: all its fields, and the object itself under :data:`_OBJECT`)."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, Mapping):
+        raise TypeError(f"settings must map a method's name to its settings, got "
+                        f"{type(settings).__name__}")
+    out = {}
+    for name, given in settings.items():
+        if name not in METHODS:
+            raise ValueError(f"settings for an unknown method {name!r}; choose among "
+                             f"{list(METHODS)}")
+        if name not in names:
+            raise ValueError(f"settings for {name!r}, which is not among the methods asked "
+                             f"({', '.join(names)})")
+        cls = METHODS[name].settings
+        if isinstance(given, cls):
+            out[name] = {**{f.name: getattr(given, f.name) for f in dataclasses.fields(cls)},
+                         _OBJECT: given}
+            continue
+        if not isinstance(given, Mapping):
+            raise TypeError(f"settings[{name!r}] must be a dict or a {cls.__name__}, got "
+                            f"{type(given).__name__}")
+        known = [f.name for f in dataclasses.fields(cls)]
+        if "target" in given:
+            raise ValueError(f"settings[{name!r}] sets a target: the explained class is one for "
+                             "every method; pass target= to explain() instead")
+        bad = [k for k in given if k not in known]
+        if bad:
+            raise ValueError(f"{name} has no setting {bad}; its settings are "
+                             f"{known or 'none'}")
+        out[name] = dict(given)
+    return out
+
+
+def _resolve(names: list[str], given: dict[str, dict[str, Any]], seed: int) -> dict[str, Any]:
+    """Each method's settings object: its defaults, the shared settings of the method it follows,
+    what was given, and the explanation's seed where the method draws random numbers."""
+    given = {m: dict(v) for m, v in given.items()}
+    for method, leader, keys in SHARED:
+        for k in keys:
+            a, b = given.get(method, {}).get(k), given.get(leader, {}).get(k)
+            if a is not None and b is not None and a != b:
+                raise ValueError(f"{method} and {leader} must share {k}, but {method} was given "
+                                 f"{a!r} and {leader} {b!r}: give it once")
+            value = a if a is not None else b
+            if value is not None:
+                for m in (method, leader):
+                    if m in names:
+                        given.setdefault(m, {})[k] = value
+    out = {}
+    for m in names:
+        cls = METHODS[m].settings
+        kw = given.get(m, {})
+        if "seed" in {f.name for f in dataclasses.fields(cls)} and kw.get("seed") is None:
+            kw = {**kw, "seed": seed}
+        out[m] = _built(cls, kw)
+    return out
+
+
+#: The key under which :func:`_given` keeps a settings object given whole.
+_OBJECT = "<settings object>"
+
+
+def _built(cls: type, kw: dict[str, Any]) -> Any:
+    """The settings object of the fields ``kw``: a settings object given whole is kept (checked
+    when it was built), with only the fields that changed replaced (and checked) where the class
+    can (``cls.of``, :class:`~attnxai.limit_settings.LimeSettings`)."""
+    kw = dict(kw)
+    base = kw.pop(_OBJECT, None)
+    if base is None:
+        return cls(**kw)
+    changed = {k: v for k, v in kw.items() if getattr(base, k) != v
+               or type(getattr(base, k)) is not type(v)}
+    if not changed:
+        return base
+    return cls.of(base, **changed) if hasattr(cls, "of") else dataclasses.replace(base, **changed)
+
+
+
+def resolve_settings(methods: list[str], settings: Mapping[str, Any] | None = None, *,
+                     seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Each of ``methods``' settings object (module docstring: ``settings`` per method, a dict
+    of its fields or its settings object; ``seed`` for the random methods given none): every
+    check :func:`attnxai.explain` makes of its settings, before any text is read, and the
+    objects :func:`attnxai.explanation.explain_with` runs."""
+    return _resolve(methods, _given(settings, methods), validate.integer(seed, "seed"))
+
+
 # ---------------------------------------------------------------------- the corpus studies
 def study_given(settings: Mapping[str, Mapping[str, Any]] | None,
                 methods: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -179,32 +270,29 @@ def study_given(settings: Mapping[str, Mapping[str, Any]] | None,
     return given
 
 
-def study_settings(methods: Sequence[str], test_index: int,
-                   given: Mapping[str, Mapping[str, Any]] | None = None
-                   ) -> dict[str, dict[str, Any]]:
-    """The settings a corpus study gives its methods on test review ``test_index``: ``given``
-    (per method: a dict of fields, or a settings object, which keeps its other fields) and each
-    random method's seed from its ``study_seed`` rule."""
-    out = {m: v if isinstance(v, METHODS[m].settings) else dict(v)
-           for m, v in (given or {}).items() if m in methods}
+def study_settings(methods: Sequence[str], given: Mapping[str, Any] | None = None
+                   ) -> dict[str, Any]:
+    """The settings objects of a corpus study's methods (:func:`resolve_settings` of ``given``:
+    per method, a dict of fields, or a settings object, which keeps its other fields), checked
+    once, before its first review; a seed given to a method that draws one per review (its
+    ``study_seed`` rule) is refused. Each review replaces those seeds
+    (:func:`study_seeds`, :func:`attnxai.explanation.explain_with`)."""
+    given = {m: v for m, v in (given or {}).items() if m in methods}
     for m in methods:
-        rule = METHODS[m].study_seed
-        if rule is not None:
-            own = out.get(m, {})
-            if (own.seed is not None) if isinstance(own, METHODS[m].settings) else "seed" in own:
-                raise ValueError(f"{m}'s seed is the study's (one per review: "
-                                 f"{rule.__name__}(test_index)): do not set it")
-            seed = rule(int(test_index))
-            out[m] = _with_seed(own, seed) if isinstance(own, METHODS[m].settings) else \
-                {**own, "seed": seed}
-    return out
+        rule, own = METHODS[m].study_seed, given.get(m, {})
+        if rule is not None and ((own.seed is not None) if isinstance(own, METHODS[m].settings)
+                                 else "seed" in own):
+            raise ValueError(f"{m}'s seed is the study's (one per review: "
+                             f"{rule.__name__}(test_index)): do not set it")
+    return resolve_settings(list(methods), given)
 
 
-def _with_seed(settings: Any, seed: int) -> Any:
-    """A settings object with its ``seed`` replaced (checked alone where the class can)."""
-    cls = type(settings)
-    return cls.of(settings, seed=seed) if hasattr(cls, "of") else \
-        dataclasses.replace(settings, seed=seed)
+def study_seeds(methods: Sequence[str], test_index: int) -> dict[str, int]:
+    """The seed of each of ``methods`` that draws random numbers on test review ``test_index``
+    (its ``study_seed`` rule: LIME ``1000 * test_index``, SmoothGrad and the random baseline
+    ``test_index``)."""
+    return {m: METHODS[m].study_seed(int(test_index)) for m in methods
+            if METHODS[m].study_seed is not None}
 
 
 def study_records(methods: Sequence[str]) -> dict[str, str]:

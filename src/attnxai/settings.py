@@ -1,12 +1,14 @@
-"""The run's settings: which book profile a session runs on and which seed a named training profile
-trains with.
+"""A session's settings: the book profile it runs on and the seed its named training profiles
+train with, as one frozen value (:class:`Session`) that its entry point resolves and passes on.
 
-A :class:`RunSettings` value is what the package uses; code below the entry points never reads the
-environment for them. The environment (``ATTNXAI_PROFILE``, ``ATTNXAI_SEED``) is read in one
-function, :func:`from_environment`, once per process: by :func:`current` the first time a session
-needs its settings (an entry point: the CLI, a chapter's launch cell through
-:func:`attnxai.course.start`, the book's build, a plain ``import attnxai``), unless an entry point
-chose them first with :func:`use` (``course.start`` falls back to the quick model that way).
+**Entry points resolve it; everything below takes it as an argument.** The environment
+(``ATTNXAI_PROFILE``, ``ATTNXAI_SEED``) is read here only, by :func:`from_environment` (and
+:func:`chosen_profile`, :func:`chosen_seed`), and only the entry points call them: a chapter's
+launch cell (``session = attnxai.course.start()``), the command line (:mod:`attnxai.cli`, for
+the seed) and the book's build (``book/_ext``, the book pages without a launch cell). The package
+below them holds no session of its own and reads no global setting: a chapter passes its
+``session`` on (``attnxai.pretrained(session)``, ``session.sized(paper=..., quick=...)``,
+``get_config(name, seed=session.seed)``); ``tests/test_session.py`` fails on any other reader.
 
 ``paper`` (default) runs every chapter on the paper's model at the sizes the text quotes;
 ``quick`` (the test build) runs the same code on the quick model with small samples. A seed
@@ -19,17 +21,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import TypeVar
 
-__all__ = ["BOOK_PROFILES", "ENV_PROFILE", "ENV_SEED", "RunSettings", "current", "from_environment",
-           "parse_profile", "parse_seed", "use"]
+__all__ = ["BOOK_PROFILES", "DEFAULT_PROFILE", "ENV_PROFILE", "ENV_SEED", "Session",
+           "chosen_profile", "chosen_seed", "from_environment", "parse_profile", "parse_seed"]
 
 ENV_PROFILE = "ATTNXAI_PROFILE"
 ENV_SEED = "ATTNXAI_SEED"
 #: The profiles a book session runs on.
 BOOK_PROFILES = ("paper", "quick")
-#: The profile of a session that named none.
+#: The profile of a session that names none, and of ``attnxai.pretrained()`` without argument.
 DEFAULT_PROFILE = "paper"
+
+T = TypeVar("T")
 
 
 def parse_profile(raw: str) -> str:
@@ -58,51 +63,44 @@ def parse_seed(raw: str | int | None) -> int | None:
 
 
 @dataclass(frozen=True)
-class RunSettings:
-    """A session's settings. ``profile``: the book profile it runs on, None when nobody chose one
-    (then :attr:`book_profile` is ``paper``, and ``course.start`` may fall back to ``quick``);
-    ``seed``: the seed of every named training profile, None for each profile's own."""
+class Session:
+    """What a session runs on, resolved once at its entry point and passed on as an argument.
 
-    profile: str | None = None
+    ``profile``: the book profile ("paper" or "quick"); ``seed``: the seed of every named
+    training profile, None for each profile's own. ``attnxai.pretrained(session)`` is the
+    session's model; ``session.sized(paper=..., quick=...)`` its sample sizes."""
+
+    profile: str = DEFAULT_PROFILE
     seed: int | None = None
 
     def __post_init__(self):
-        if self.profile is not None:
-            parse_profile(self.profile)
+        parse_profile(self.profile)
         object.__setattr__(self, "seed", parse_seed(self.seed))
 
-    @property
-    def book_profile(self) -> str:
-        """The profile the session runs on: the chosen one, else :data:`DEFAULT_PROFILE`."""
-        return self.profile if self.profile is not None else DEFAULT_PROFILE
+    def sized(self, paper: T, quick: T) -> T:
+        """``paper`` in a session on the paper profile, ``quick`` on the quick one: every sample
+        size a chapter uses."""
+        return paper if self.profile == "paper" else quick
 
 
-def from_environment(environ: Mapping[str, str] | None = None) -> RunSettings:
-    """The settings that ``environ`` (default ``os.environ``) names: ``ATTNXAI_PROFILE`` (unset or
-    empty: none chosen) and ``ATTNXAI_SEED`` (unset or empty: none). The one place the package
-    reads them."""
+def chosen_profile(environ: Mapping[str, str] | None = None) -> str | None:
+    """The book profile ``ATTNXAI_PROFILE`` names in ``environ`` (default ``os.environ``), None
+    when it is unset or empty; ``ValueError`` for another name."""
     env = os.environ if environ is None else environ
-    profile = env.get(ENV_PROFILE, "").strip() or None
-    return RunSettings(profile=profile, seed=env.get(ENV_SEED))
+    raw = env.get(ENV_PROFILE, "").strip()
+    return parse_profile(raw) if raw else None
 
 
-_session: RunSettings | None = None
+def chosen_seed(environ: Mapping[str, str] | None = None) -> int | None:
+    """The seed ``ATTNXAI_SEED`` names in ``environ`` (default ``os.environ``), None when it is
+    unset or empty; ``ValueError`` for anything but a whole number in [0, 2**63)."""
+    env = os.environ if environ is None else environ
+    return parse_seed(env.get(ENV_SEED))
 
 
-def current() -> RunSettings:
-    """This process's settings: those an entry point gave :func:`use`, else the environment's,
-    read the first time and kept."""
-    global _session
-    if _session is None:
-        _session = from_environment()
-    return _session
-
-
-def use(settings: RunSettings | None = None, **changes) -> RunSettings:
-    """Make ``settings`` (default: the current ones) with ``changes`` (``profile=``, ``seed=``)
-    this process's settings, and return them. ``use(from_environment())`` reads the environment
-    again (a test that changed it)."""
-    global _session
-    base = current() if settings is None else settings
-    _session = replace(base, **changes) if changes else base
-    return _session
+def from_environment(environ: Mapping[str, str] | None = None) -> Session:
+    """The session that ``environ`` (default ``os.environ``) names: ``ATTNXAI_PROFILE`` (unset or
+    empty: :data:`DEFAULT_PROFILE`) and ``ATTNXAI_SEED`` (unset or empty: none). For an entry
+    point that runs without a launch cell (the book's build); a chapter's launch cell calls
+    :func:`attnxai.course.start`, which may fall back to the quick model."""
+    return Session(chosen_profile(environ) or DEFAULT_PROFILE, chosen_seed(environ))

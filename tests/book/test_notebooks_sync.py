@@ -9,6 +9,7 @@
 * ``attnxai.course.start`` falls back to the quick model when the paper's is not trained.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from attnxai import course
+from attnxai.settings import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = course.chapters(ROOT)
@@ -165,29 +167,57 @@ def test_strip_solutions_forms():
 
 
 def test_start_falls_back_to_quick_without_a_trained_paper_model(tmp_path, monkeypatch, capsys,
-                                                                 archive, session_settings):
-    """The fallback becomes the session's profile, passed on as a value (not through the
-    environment): what every later pretrained() and sized() of the session use."""
-    from attnxai.chapters.runconfig import profile, sized
-
+                                                                 archive):
+    """The fallback is the session start() returns, a value the chapter passes on (not through
+    the environment, nor a setting held in the package): what the chapter's pretrained(session)
+    and session.sized() use."""
     monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path))
     monkeypatch.delenv("ATTNXAI_PROFILE", raising=False)
-    session_settings.use(session_settings.from_environment())
-    assert profile() == "paper"
-    assert course.start() == "quick"
-    assert session_settings.current().profile == "quick" and "ATTNXAI_PROFILE" not in os.environ
-    assert profile() == "quick" and sized(paper=10, quick=2) == 2
-    assert "FALLS BACK TO THE QUICK MODEL" in capsys.readouterr().out
+    monkeypatch.setenv("ATTNXAI_SEED", "43")
+    session = course.start()
+    assert session == Session("quick", 43) and "ATTNXAI_PROFILE" not in os.environ
+    assert session.sized(paper=10, quick=2) == 2 and Session().sized(paper=10, quick=2) == 10
+    out = capsys.readouterr().out
+    assert "FALLS BACK TO THE QUICK MODEL" in out and "seed 43 (ATTNXAI_SEED)" in out
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        session.profile = "paper"                       # a session is a value: never changed
 
 
-def test_start_respects_an_explicit_profile(monkeypatch, capsys, session_settings):
+def test_start_respects_an_explicit_profile(monkeypatch, capsys):
     monkeypatch.setenv("ATTNXAI_PROFILE", "quick")
-    session_settings.use(session_settings.from_environment())
-    assert course.start() == "quick"
+    monkeypatch.delenv("ATTNXAI_SEED", raising=False)
+    assert course.start() == Session("quick", None)
     assert "ATTNXAI_PROFILE=quick is set" in capsys.readouterr().out
     monkeypatch.setenv("ATTNXAI_PROFILE", "nonsense")
     with pytest.raises(ValueError, match="ATTNXAI_PROFILE"):
-        session_settings.from_environment()
+        course.start()
+
+
+def test_every_chapter_passes_its_session_on():
+    """A chapter (and a book page with code) names the model and the sizes of its session: no
+    ``attnxai.pretrained()`` without an argument (the paper's model, even in the quick build), no
+    module-level ``sized``/``profile()`` of a session held elsewhere; a chapter with a launch cell
+    gets its ``session`` there."""
+    import jupytext
+
+    pages = course.toc_chapters(ROOT) + [ROOT / "book" / "explore.md",
+                                         ROOT / "book" / "reproducibility.md"]
+    bare = re.compile(r"attnxai\.pretrained\(\s*(\)|progress=|archive=|train_if_missing=)")
+    held = re.compile(r"(?<![\w.])(sized|profile)\(|chapters\.runconfig|settings\.current")
+    checked = 0
+    for page in pages:
+        if not page.is_file() or "```{code-cell}" not in page.read_text():
+            continue
+        code = "\n".join(c.source for c in jupytext.read(page, fmt="md:myst").cells
+                         if c.cell_type == "code")
+        assert not bare.search(code), f"{page.name}: attnxai.pretrained() without the session"
+        assert not held.search(code), f"{page.name}: {held.search(code).group(0)}"
+        if course.launch_cell_source(page.read_text()) is not None:
+            assert "session = attnxai.course.start()" in code, page.name
+        if "pretrained(" in code or "sized(" in code:
+            assert "session" in code, page.name
+        checked += 1
+    assert checked >= 10, checked
 
 
 def test_cli_notebooks_check_and_student(tmp_path):

@@ -71,13 +71,13 @@ def test_save_writes_a_manifest_that_load_checks(saved):
     assert same_weights(pre, back) and back.vocab.itos == pre.vocab.itos
 
 
-def test_existing_cache_keys_are_unchanged(session_settings):
+def test_existing_cache_keys_are_unchanged(monkeypatch):
     """No FORMAT_VERSION bump: the checkpoints already cached (no manifest) keep their folders.
     The authors' recipe keeps the keys of the models trained before lazy AdamW; the profiles'
-    keys (lazy AdamW) are these."""
+    keys (lazy AdamW) are these, whatever the environment says (get_config reads none)."""
     from attnxai.model.profiles import authors_recipe
 
-    session_settings.use(seed=None)
+    monkeypatch.setenv("ATTNXAI_SEED", "43")
     assert FORMAT_VERSION == 1
     assert cache_key(authors_recipe("quick"), LABELLED_SHA) == "6468f19043c3e6d1"
     assert cache_key(authors_recipe("paper"), LABELLED_SHA) == "b287d8a53a883860"
@@ -86,24 +86,29 @@ def test_existing_cache_keys_are_unchanged(session_settings):
     assert cache_key(get_config("paper-skip"), LABELLED_SHA) == "f2c3f7bca7c816cf"
 
 
-def test_attnxai_seed_gives_every_named_profile_another_seed_and_key(monkeypatch,
-                                                                     session_settings):
+def test_a_session_seed_gives_every_named_profile_another_seed_and_key(monkeypatch):
     """ATTNXAI_SEED (how the tests and a reader build the book on other weights), read at the
-    entry point into the session's settings, replaces the seed of a named profile, so its model
-    gets a key of its own; an explicit seed wins; a value that is not a seed is refused, naming
-    the variable. The environment is read once: changing it later changes nothing."""
-    settings = session_settings
+    entry point into the session (settings.from_environment), replaces the seed of a named profile
+    when the session is passed on, so its model gets a key of its own; ``seed=None`` keeps the
+    profile's own; an explicit seed wins; a value that is not a seed is refused, naming the
+    variable. Nothing below the entry point reads the variable: setting it changes no
+    get_config."""
+    from attnxai import settings
+    from attnxai.settings import Session
+
     monkeypatch.delenv("ATTNXAI_SEED", raising=False)
-    settings.use(settings.from_environment())
     base = cache_key(get_config("quick"), LABELLED_SHA)
     monkeypatch.setenv("ATTNXAI_SEED", "43")
-    assert get_config("quick").seed == 42                 # read once, at the entry point
-    settings.use(settings.from_environment())
-    assert get_config("quick").seed == 43 and get_config("paper").seed == 43
-    assert cache_key(get_config("quick"), LABELLED_SHA) != base
-    assert get_config("quick", seed=7).seed == 7
-    settings.use(seed=42)
-    assert cache_key(get_config("quick"), LABELLED_SHA) == base
+    assert get_config("quick").seed == 42                  # the environment is not read here
+    session = settings.from_environment()
+    assert session == Session("paper", 43)
+    assert get_config(session).seed == 43 and get_config(session).profile == "paper"
+    assert get_config("multilayer-quick", seed=session.seed).seed == 43
+    assert get_config("quick", seed=None).seed == 42       # no session seed: the profile's own
+    assert get_config(Session("quick")).seed == 42
+    assert cache_key(get_config(Session("quick", 43)), LABELLED_SHA) != base
+    assert get_config(Session("quick", 43), seed=7).seed == 7
+    assert cache_key(get_config(Session("quick", 42)), LABELLED_SHA) == base
     for bad in ("x", "-1", "4.2", " "):
         monkeypatch.setenv("ATTNXAI_SEED", bad)
         if bad.strip():
@@ -113,7 +118,9 @@ def test_attnxai_seed_gives_every_named_profile_another_seed_and_key(monkeypatch
             assert settings.from_environment().seed is None
     for bad in (-1, 2**63, 4.2, True):
         with pytest.raises(ValueError, match="ATTNXAI_SEED"):
-            settings.use(seed=bad)
+            Session("quick", bad)
+    with pytest.raises(ValueError, match="ATTNXAI_PROFILE"):
+        Session("multilayer")                               # a session runs on a book profile
 
 
 def test_flipped_byte_in_the_weights_is_refused(saved):

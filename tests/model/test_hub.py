@@ -21,6 +21,7 @@ from attnxai.model.store import hub
 from attnxai.store import repository
 from attnxai.model.store.checkpoint import FILES, ORIGIN, load, save
 from attnxai.model.profiles import get_config
+from attnxai.settings import Session
 from hubserver import TINY, Server, _synthetic, publish_tiny
 from checkpoints import (LABELLED_SHA, cached_folder, child_env, flip_byte, same_weights,
                          tiny_pretrained)
@@ -362,7 +363,7 @@ def test_publish_models_writes_the_folder_and_index_from_the_cache(tmp_path, mon
 
 # ---------------------------------------------------------------- the launch cell
 def test_course_start_uses_the_downloaded_paper_model_and_says_where_from(tmp_path, monkeypatch,
-                                                                          capsys, session_settings):
+                                                                          capsys):
     pre = tiny_pretrained(seed=6, profile="paper")
     publish_tiny(tmp_path, pre)
     server = Server(tmp_path / "www")
@@ -371,13 +372,13 @@ def test_course_start_uses_the_downloaded_paper_model_and_says_where_from(tmp_pa
         monkeypatch.setenv("ATTNXAI_MODELS_URL", server.url)
         monkeypatch.setenv("ATTNXAI_OFFLINE", "1")
         monkeypatch.delenv("ATTNXAI_IMDB_ARCHIVE", raising=False)
-        session_settings.use(profile=None)                      # no profile chosen
-        assert course.start() == "quick"
+        monkeypatch.delenv("ATTNXAI_PROFILE", raising=False)    # no profile chosen
+        monkeypatch.delenv("ATTNXAI_SEED", raising=False)
+        assert course.start() == Session("quick")
         out = capsys.readouterr().out
         assert "FALLS BACK TO THE QUICK MODEL" in out and "ATTNXAI_OFFLINE=1 is set" in out
         monkeypatch.setenv("ATTNXAI_OFFLINE", "0")
-        session_settings.use(profile=None)
-        assert course.start() == "paper"
+        assert course.start() == Session("paper")
         out = capsys.readouterr().out
         assert f"downloaded from {server.url}paper-" in out and "and verified" in out
         assert same_weights(trained.pretrained("paper", progress=False), pre)

@@ -21,6 +21,10 @@ package to install, a request over the memory budget: ``ValueError``, ``OSError`
 and keeps its traceback. ``--debug`` shows the traceback of every error. SIGTERM stops a command
 as Ctrl-C does (exit status 130): a run's worker processes are killed and a cluster client closed
 on the way out.
+
+The command line is an entry point: ``ATTNXAI_SEED`` (:mod:`attnxai.settings`), read once in
+:func:`main`, trains and finds every ``--profile`` from that seed instead of its own (the same
+models the chapters of a session of that seed use); the package below reads no setting itself.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import signal
 import sys
 from collections.abc import Callable
 
+from .. import settings
 from .explain import _explain_args, _explain_run
 from .models import (_adopt_args, _adopt_run, _info_args, _info_run, _publish_args, _publish_run,
                      _train_args, _train_run)
@@ -124,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = ["attnxai", *(sys.argv[1:] if argv is None else argv)]
     previous = _stop_on_sigterm()
     try:
+        # the entry point's session: ATTNXAI_SEED read once here, passed on with the profile
+        # (flags.training_profile); nothing below reads it
+        args.seed_of_session = settings.chosen_seed()
         return COMMANDS[args.command][1](args)
     except _user_errors() as exc:
         if args.debug:

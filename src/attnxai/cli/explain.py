@@ -9,7 +9,7 @@ import sys
 
 from ..limit_settings import LimeSettings
 from .flags import (_deprecated, _progress_flag, _set_flag, add_settings_flags,
-                    settings_from_args)
+                    settings_from_args, training_profile)
 
 #: LIME's flags of ``explain`` (the fields of LimeSettings it sets).
 _LIME_FLAGS = ("num_samples", "kernel_width")
@@ -137,7 +137,7 @@ def _explain_run(args: argparse.Namespace) -> int:
         settings[method] = {**settings.get(method, {}), **fields}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pre = pretrained(args.profile, archive=args.archive, progress=progress)
+        pre = pretrained(training_profile(args), archive=args.archive, progress=progress)
         ex = explain(pre, text, methods, target=target, seed=args.seed,
                      settings=settings, progress=progress)
     for w in caught:

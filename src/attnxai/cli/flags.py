@@ -29,6 +29,17 @@ def _deprecated(p: argparse.ArgumentParser, old: str, new: str) -> None:
                    help=argparse.SUPPRESS)
 
 
+def training_profile(args: argparse.Namespace, name: str | None = None) -> Any:
+    """The training configuration (:class:`~attnxai.model.profiles.TrainConfig`) of ``--profile``
+    (or of ``name``) at the seed the command line's session names (``args.seed_of_session``,
+    :func:`attnxai.cli.main` reads ``ATTNXAI_SEED`` once; None: the profile's own): what a
+    command hands the package, which reads no setting of its own."""
+    from ..model.profiles import get_config
+
+    return get_config(args.profile if name is None else name,
+                      seed=getattr(args, "seed_of_session", None))
+
+
 def _progress_flag(p: argparse.ArgumentParser) -> None:
     """``--no-progress``, taken by every command that shows progress (a training, a study, an
     explanation). In a log (output that is not a terminal) a bar writes a line every few

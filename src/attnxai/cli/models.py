@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..chapters import paper
-from .flags import _progress_flag
+from .flags import _progress_flag, training_profile
 
 def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper",
@@ -36,7 +36,8 @@ def _profile_config(args: argparse.Namespace):
     """The profile name, or its configuration with the authors' optimiser."""
     from ..model.profiles import authors_recipe
 
-    return authors_recipe(args.profile) if args.authors_optimizer else args.profile
+    config = training_profile(args)
+    return authors_recipe(config) if args.authors_optimizer else config
 
 
 def _train_run(args: argparse.Namespace) -> int:
@@ -108,8 +109,6 @@ def _publish_run(args: argparse.Namespace) -> int:
     """Copies the cached models (verified) and writes the index the package downloads from."""
     from ..model.store.cache import candidates
     from ..model.store.hub import publish
-    from ..model.profiles import get_config
-
     names = [s.strip() for s in args.profiles.split(",") if s.strip()]
     required = {s.strip() for s in args.require.split(",") if s.strip()}
     missing = required - set(names)
@@ -117,7 +116,8 @@ def _publish_run(args: argparse.Namespace) -> int:
         raise ValueError(f"--require names {sorted(missing)}, which --profiles does not list")
     folders = []
     for name in names:
-        found = [f for f, _ in candidates(get_config(name), args.archive) if f.is_dir()]
+        found = [f for f, _ in candidates(training_profile(args, name), args.archive)
+                 if f.is_dir()]
         if not found and name in required:
             raise FileNotFoundError(f"no cached {name!r} model to publish: run `python -m "
                                     f"attnxai train --profile {name}` first")

@@ -9,7 +9,8 @@ import argparse
 
 from ..chapters import paper
 from ..limit_settings import LimeSettings
-from .flags import _progress_flag, _set_flag, add_settings_flags, settings_from_args
+from .flags import (_progress_flag, _set_flag, add_settings_flags, settings_from_args,
+                    training_profile)
 
 #: LIME's flags of the studies (the fields of LimeSettings they set).
 LIME_FLAGS = ("num_samples", "kernel_width")
@@ -62,7 +63,7 @@ def _lime_run(args: argparse.Namespace) -> int:
         names = [] if args.approximations.strip().lower() == "none" else \
             [a.strip() for a in args.approximations.split(",") if a.strip()]
     lime = settings_from_args(args, LimeSettings, (*LIME_FLAGS, "mask_string"))
-    report = run_lime_corpus(args.out, profile=args.profile, reviews=args.reviews,
+    report = run_lime_corpus(args.out, profile=training_profile(args), reviews=args.reviews,
                              repeats=args.repeats, bow=args.bow, lime=lime, jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                              archive=args.archive, progress=not args.no_progress,
                              approximations=names, device=args.device, command=args.argv)
@@ -104,7 +105,7 @@ def _faith_run(args: argparse.Namespace) -> int:
     from ..registry import parse_settings
 
     lime = settings_from_args(args, LimeSettings, LIME_FLAGS)
-    report = run_faithfulness(args.out, profile=args.profile, reviews=args.reviews,
+    report = run_faithfulness(args.out, profile=training_profile(args), reviews=args.reviews,
                               methods=args.methods, perturbations=args.perturbations,
                               selections=args.selections, lime=lime, backend=args.backend,
                               jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
@@ -146,7 +147,7 @@ def _shapley_run(args: argparse.Namespace) -> int:
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     lime = settings_from_args(args, LimeSettings, LIME_FLAGS)
-    report = run_shapley_corpus(args.out, profile=args.profile, reviews=args.reviews,
+    report = run_shapley_corpus(args.out, profile=training_profile(args), reviews=args.reviews,
                                 lime=lime, jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                                 archive=args.archive, progress=not args.no_progress,
                                 device=args.device, command=args.argv, modes=modes,
@@ -183,8 +184,8 @@ def _layer_lime_run(args: argparse.Namespace) -> int:
     from ..store.results import load_results
 
     lime = settings_from_args(args, LimeSettings, LIME_FLAGS)
-    report = run_layer_lime(args.out, profile=args.profile, reviews=args.reviews, lime=lime,
-                            precision=args.precision, jobs=args.jobs, chunk=args.chunk,
+    report = run_layer_lime(args.out, profile=training_profile(args), reviews=args.reviews,
+                            lime=lime, precision=args.precision, jobs=args.jobs, chunk=args.chunk,
                             archive=args.archive, progress=not args.no_progress,
                             device=args.device, command=args.argv)
     print(f"{report.out}: {report.computed} reviews computed, {report.skipped} already there, "
@@ -247,7 +248,8 @@ def _screens_run(args: argparse.Namespace) -> int:
 
     names = None if args.screens is None else [s.strip() for s in args.screens.split(",")
                                                if s.strip()]
-    return _training_runs(args, screen_runs(names), "multilayer-screens")
+    return _training_runs(args, screen_runs(names, base=training_profile(args, "multilayer")),
+                          "multilayer-screens")
 
 
 def _skip_run(args: argparse.Namespace) -> int:

@@ -45,11 +45,12 @@ from typing import Any
 import numpy as np
 
 from .. import validate
-from ..explanation import Explanation, explain, resolve_settings
+from ..explanation import Explanation, explain_with
 from ..limit_settings import LimeSettings
 from ..perturbation import (CURVE_FRACTIONS, DEFAULT_SELECTIONS, PERTURBATIONS, QUANTILES,
                             SELECTIONS, agreement, evaluate)
-from ..registry import ALL_METHODS, METHODS, study_given, study_records, study_settings
+from ..registry import (ALL_METHODS, METHODS, study_given, study_records, study_seeds,
+                        study_settings)
 from ..threads import single_threaded
 from .faithfulness_tables import (GROUPS, SUMMARY_METRICS, agreement_summary, bootstrap_means,
                                   curve_summary, faithfulness_summary, metric_column,
@@ -85,19 +86,27 @@ def review_explanation(pre: Any, text: str, *, test_index: int,
                        settings: Mapping[str, Mapping[str, Any]] | None = None,
                        **lime_fields: Any) -> Explanation:
     """The study's explanations of one test review (:func:`attnxai.explain` with the study's
-    seeds, :func:`attnxai.registry.study_settings`: LIME ``1000 * test_index``, SmoothGrad and the
+    seeds, :func:`attnxai.registry.study_seeds`: LIME ``1000 * test_index``, SmoothGrad and the
     random baseline ``test_index``). ``lime``: LIME's settings (``**lime_fields``: any of their
     fields replaced, e.g. ``num_samples=200``), given to LIME and to the methods that follow it
     (its limit shares the width); ``settings``: further settings per method."""
-    lime = LimeSettings.of(lime, **lime_fields)
-    given = _review_settings(methods, test_index, lime, settings)
+    methods = validate.names(methods, ALL_METHODS, kind="method")
+    _, resolved = _method_settings(settings, methods, LimeSettings.of(lime, **lime_fields))
+    return _explained(pre, text, test_index, resolved, target)
+
+
+def _explained(pre: Any, text: str, test_index: int, resolved: Mapping[str, Any],
+               target: int | str) -> Explanation:
+    """The explanations of one review by the study's settings objects ``resolved`` (checked
+    once, by :func:`_method_settings`), with the review's seeds: nothing is checked again."""
     from ..theory import LimitApproximationWarning      # (imports SymPy: only when run)
 
     with warnings.catch_warnings():
         # the study runs the limit's defaults knowingly (its settings record "default settings";
         # chapter 7 states what they are): no warning per review from every worker
         warnings.simplefilter("ignore", LimitApproximationWarning)
-        return explain(pre, text, list(methods), target=target, settings=given)
+        return explain_with(pre, text, resolved, target=target,
+                            seeds=study_seeds(list(resolved), test_index))
 
 
 #: The fields of the study's LIME settings it always records (and gives a method that follows
@@ -120,22 +129,21 @@ def _lime_fields(lime: LimeSettings, method: str) -> dict[str, Any]:
             if k in STUDY_LIME_FIELDS or getattr(lime, k) != getattr(default, k)}
 
 
-def _review_settings(methods: Sequence[str], test_index: int, lime: LimeSettings,
-                     settings: Mapping[str, Mapping[str, Any]] | None
-                     ) -> dict[str, Any]:
-    """The settings of one review's methods: the study's LIME settings, whole (its ``--set``
-    fields replaced; the methods that follow LIME share them, :func:`attnxai.explain`), or, when
-    LIME does not run, the fields a follower takes (:func:`_lime_fields`); each method's further
-    ``settings``; its seed for this review."""
-    settings = settings or {}
+def _given_settings(methods: Sequence[str], lime: LimeSettings,
+                    settings: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The settings the study gives its methods: its LIME settings, whole (its ``--set`` fields
+    replaced; the methods that follow LIME share them, :func:`attnxai.explain`), or, when LIME
+    does not run, the fields a follower takes (:func:`_lime_fields`); each method's further
+    ``settings``."""
     given: dict[str, Any] = {}
     for m in methods:
         if m == "LIME":
-            given[m] = LimeSettings.of(lime, **settings.get(m, {}))
+            own = settings.get(m, {})
+            given[m] = LimeSettings.of(lime, **own) if own else lime
         else:
             lead = {} if "LIME" in methods else _lime_fields(lime, m)
             given[m] = {**lead, **settings.get(m, {})}
-    return {m: v for m, v in study_settings(methods, test_index, given).items() if v}
+    return {m: v for m, v in given.items() if v}
 
 
 def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[str] = ALL_METHODS,
@@ -150,9 +158,21 @@ def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[
     (the model's predicted class on this review, ferret's default); every explainer explains that
     logit and ``p`` is that class's probability; ``settings``: the methods' further settings
     (:func:`review_explanation`); ``**lime``: LIME's settings as there (``lime=`` or fields)."""
+    methods = validate.names(methods, ALL_METHODS, kind="method")
+    lime = LimeSettings.of(lime.pop("lime", None), **lime)
+    _, resolved = _method_settings(settings, methods, lime)
+    return _row(pre, text, test_index, resolved, perturbations=perturbations,
+                selections=selections, backend=backend, target=target)
+
+
+def _row(pre: Any, text: str, test_index: int, resolved: Mapping[str, Any], *,
+         perturbations: Sequence[str], selections: Sequence[str], backend: str,
+         target: int | str) -> dict[str, Any]:
+    """:func:`faithfulness_row` with the study's settings objects ``resolved`` (checked once,
+    before the first review)."""
+    methods = list(resolved)
     t0, c0 = time.perf_counter(), time.process_time()
-    ex = review_explanation(pre, text, test_index=test_index, methods=methods, target=target,
-                            settings=settings, **lime)
+    ex = _explained(pre, text, test_index, resolved, target)
     c = ex.target
     t_scores = time.perf_counter() - t0
     res = evaluate(pre, ex.ids, ex.token_scores, target=c, perturbations=perturbations,
@@ -193,21 +213,19 @@ def faithfulness_row(pre: Any, text: str, *, test_index: int, methods: Sequence[
     return row
 
 
-def _run_chunk(model: ModelRef, settings: dict[str, Any], lime: LimeSettings,
+def _run_chunk(model: ModelRef, settings: dict[str, Any], resolved: dict[str, Any],
                items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Worker: the rows of a chunk of reviews, one torch and one BLAS thread, on the model the
-    runner shipped (verified against its manifest)."""
+    runner shipped (verified against its manifest), with the study's settings objects
+    ``resolved`` (checked once, before the first review)."""
     pre = model.load()
     rows = []
     with single_threaded():
         for item in items:
-            row = faithfulness_row(pre, item["text"], test_index=item["test_index"],
-                                   methods=settings["methods"],
-                                   perturbations=settings["perturbations"],
-                                   selections=settings["selections"],
-                                   lime=lime,
-                                   backend=settings["backend"], target=settings["target"],
-                                   settings=settings.get("method settings"))
+            row = _row(pre, item["text"], item["test_index"], resolved,
+                       perturbations=settings["perturbations"],
+                       selections=settings["selections"], backend=settings["backend"],
+                       target=settings["target"])
             rows.append({k: item[k] for k in ("rank", "test_index", "review_id", "label",
                                               "rating")} | row)
     return rows
@@ -217,11 +235,10 @@ def _run_chunk(model: ModelRef, settings: dict[str, Any], lime: LimeSettings,
 def _method_settings(settings: Mapping[str, Mapping[str, Any]] | None, methods: list[str],
                      lime: LimeSettings) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """The study's further settings per method (``--set``), and every method's settings object
-    as a review builds it (a review's own seed is the study's): every setting checked once,
-    here."""
+    (:func:`attnxai.registry.study_settings`; each review replaces the seeds): every setting
+    checked once, here."""
     given = study_given(settings, methods)
-    resolved = resolve_settings(methods, _review_settings(methods, 0, lime, given))
-    return given, resolved
+    return given, study_settings(methods, _given_settings(methods, lime, given))
 
 
 def _field_of(resolved: Mapping[str, Any], name: str) -> Any:
@@ -258,11 +275,11 @@ class FaithfulnessStudy(Study):
         self.backend = validate.choice(backend, "backend", BACKENDS)
         self.chunk = validate.positive_int(chunk, "chunk")
         self.lime = study_lime(lime.pop("lime", None), lime, "FaithfulnessStudy")
-        self.method_settings, resolved = _method_settings(settings, self.methods, self.lime)
+        self.method_settings, self.resolved = _method_settings(settings, self.methods, self.lime)
         # LIME's samples and width (its limit shares the width), checked by their settings
         # classes above and recorded only where a method takes them
-        self.num_samples = _field_of(resolved, "num_samples")
-        self.kernel_width = _field_of(resolved, "kernel_width")
+        self.num_samples = _field_of(self.resolved, "num_samples")
+        self.kernel_width = _field_of(self.resolved, "kernel_width")
         self.pre = study_model(profile, archive)
         if "LIME" in self.methods:                  # the longest review, before anything runs
             from ..fastlime import check_memory
@@ -309,7 +326,7 @@ class FaithfulnessStudy(Study):
         return self.pre                          # shipped to every worker once, verified
 
     def task(self):
-        return functools.partial(_run_chunk, self.model_ref(), self.settings(), self.lime)
+        return functools.partial(_run_chunk, self.model_ref(), self.settings(), self.resolved)
 
 
 def run_faithfulness(out: Any, *, jobs: int = 1, scheduler: str | None = None,

@@ -100,9 +100,11 @@ class Study(ABC):
         return 0
 
 
-def study_model(profile: str, archive: str | None = None):
+def study_model(profile: Any, archive: str | None = None):
     """The trained model a study explains (never trained here: a study runs on a checkpoint its
-    workers can be sent), refusing one without a checkpoint folder."""
+    workers can be sent), refusing one without a checkpoint folder. ``profile``: what
+    :func:`attnxai.pretrained` takes (a profile's name, a ``TrainConfig``, a chapter's
+    ``session``): the caller says which model, at which seed."""
     from ..model.trained import pretrained
 
     pre = pretrained(profile, archive=archive, train_if_missing=False)

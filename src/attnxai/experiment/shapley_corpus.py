@@ -119,7 +119,7 @@ def method_settings(settings: Mapping[str, Mapping[str, Any]] | None,
     method the study runs in ``modes`` (its registry name, e.g. ``"Shapley (delete)"``), no field
     the study sets itself (:data:`STUDY_FIELDS`), and every value as the method's settings class
     takes it."""
-    from ..explanation import resolve_settings
+    from ..registry import resolve_settings
     from ..registry import study_given
 
     given = study_given(settings, [v[mode] for v in COMPARED.values() for mode in modes])

@@ -102,7 +102,7 @@ def explain_instance(model: Model, text: str, settings: LimeSettings | None = No
     s = LimeSettings.of(settings, **lime)
     problem = _problem(model, text, s, target, path, chunk_size)
     rs = s.seed if random_state is None else random_state
-    return problem.run(s.num_samples, s.kernel_width, rs, keep_data)
+    return problem.run(s, rs, keep_data)
 
 
 def explain_repeats(model: Model, text: str, random_states: Sequence[Any],
@@ -117,7 +117,7 @@ def explain_repeats(model: Model, text: str, random_states: Sequence[Any],
         raise TypeError("random_states must be a sequence (one random_state per repeat), got "
                         f"{type(random_states).__name__}")
     problem = _problem(model, text, s, target, path, chunk_size)
-    return [problem.run(s.num_samples, s.kernel_width, rs, keep_data) for rs in random_states]
+    return [problem.run(s, rs, keep_data) for rs in random_states]
 
 
 def _problem(model: Model, text: str, s: LimeSettings, target: int, path: str,

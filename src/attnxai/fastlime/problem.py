@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import budget, validate
 from ..errors import stacklevel
+from ..limit_settings import LimeSettings
 from ..model.textmodel import Pretrained
 from ..model.single_layer import AttentionClassifier
 from ..model.network import Projections
@@ -24,7 +25,7 @@ from .evaluate import MAX_SCORE_RANGE, DeleteEvaluator, ReplaceEvaluator
 from .result import LimeResult
 from .counts import normal_equations
 from .ridge import solve_moments
-from .sampling import BACKENDS, NarrowKernelWarning, count_weights, draw, narrow_kernel_note
+from .sampling import BACKENDS, NarrowKernelWarning, draw, narrow_kernel_note, weights_by_count
 
 __all__ = ["PATHS", "Problem", "check_mask_string", "check_memory", "fast_path_reason",
            "is_normalized", "lime_features", "sample_bytes"]
@@ -263,8 +264,10 @@ class Problem:
         chars = len(self.indexed.raw_string()) if self.path == "generic" else 0
         check_memory(num_samples, len(self.words), chars, path=self.path)
 
-    def run(self, num_samples: int, kernel_width: float, random_state: Any,
-            keep_data: bool) -> LimeResult:
+    def run(self, settings: LimeSettings, random_state: Any, keep_data: bool) -> LimeResult:
+        """One run of lime's algorithm with ``settings`` (its samples and kernel width; checked
+        when it was built, so not again here) from ``random_state``."""
+        num_samples, kernel_width = settings.num_samples, settings.kernel_width
         self.check_budget(num_samples)
         d = len(self.words)
         masks, kept, backend = draw(d, num_samples, lime_random_state(random_state),
@@ -272,7 +275,7 @@ class Problem:
         # The products and the solve are small: one BLAS thread, so that a busy second core
         # cannot make them wait (a 2-thread BLAS on a shared machine was 10x slower).
         with one_blas_thread():
-            w = count_weights(kept, d, kernel_width)
+            w = weights_by_count(kept, d, kernel_width)
             note = narrow_kernel_note(w, masks, kernel_width)
             if note:
                 warnings.warn(note, NarrowKernelWarning, stacklevel=stacklevel())

@@ -13,7 +13,7 @@ from .. import budget, validate
 from . import kernels
 
 __all__ = ["BACKENDS", "NarrowKernelWarning", "count_weights", "kernel_weights",
-           "narrow_kernel_note", "sample", "sample_masks"]
+           "narrow_kernel_note", "sample", "sample_masks", "weights_by_count"]
 
 
 class NarrowKernelWarning(UserWarning):
@@ -92,8 +92,14 @@ def kernel_weights(masks: np.ndarray, kernel_width: float) -> np.ndarray:
 
 def count_weights(kept: np.ndarray, d: int, kernel_width: float) -> np.ndarray:
     """:func:`kernel_weights` of masks of ``d`` features from their rows' numbers of kept
-    features ``kept`` (n,) (what lime's distance depends on): (n,), the same floats."""
-    kernel_width = validate.kernel_width(kernel_width)
+    features ``kept`` (n,) (what lime's distance depends on): (n,), the same floats. The width is
+    checked here (:func:`attnxai.validate.kernel_width`); a run whose width was checked when its
+    :class:`~attnxai.limit_settings.LimeSettings` was built calls :func:`weights_by_count`."""
+    return weights_by_count(kept, d, validate.kernel_width(kernel_width))
+
+
+def weights_by_count(kept: np.ndarray, d: int, kernel_width: float) -> np.ndarray:
+    """LIME's kernel: :func:`count_weights` of a width already checked (a float > 0)."""
     dist = _cosine_distance_by_count(d)[kept]
     # width * width, not width ** 2: the same float (both correctly rounded), but inf instead of
     # an OverflowError beyond 1.3e154, where every weight is 1 (lime itself raises there)

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .. import settings, validate
+from .. import validate
+from ..settings import Session
 
 __all__ = ["EXTRA_DEFAULTS", "FAST", "PROFILES", "TrainConfig", "authors_recipe", "get_config",
            "recipe"]
@@ -167,17 +168,19 @@ def authors_recipe(profile: str | TrainConfig) -> TrainConfig:
     return replace(config, extra={k: v for k, v in config.extra.items() if k != "optimizer"})
 
 
-def get_config(profile: str | TrainConfig, **overrides: Any) -> TrainConfig:
-    """The configuration of ``profile`` (a name of :data:`PROFILES` or a TrainConfig), with
-    ``overrides`` replaced; ``ValueError`` for an unknown name. A named profile takes the session's
-    seed (:attr:`attnxai.settings.RunSettings.seed`, from ``ATTNXAI_SEED`` at the entry point)
-    when it has one and ``overrides`` names none: how the book is built on a model of other
-    weights."""
+def get_config(profile: str | TrainConfig | Session, **overrides: Any) -> TrainConfig:
+    """The configuration of ``profile`` (a name of :data:`PROFILES`, a TrainConfig, or a
+    :class:`~attnxai.settings.Session`: its book profile at its seed), with ``overrides``
+    replaced; ``ValueError`` for an unknown name. ``seed=None`` keeps the profile's own seed, so
+    that ``get_config(name, seed=session.seed)`` is the profile ``name`` at the session's seed
+    (its own when the session names none): how the book is built on a model of other weights.
+    Nothing here reads the environment or a session held elsewhere."""
+    if isinstance(profile, Session):
+        profile, overrides = profile.profile, {"seed": profile.seed, **overrides}
+    if overrides.get("seed", 0) is None:
+        overrides = {k: v for k, v in overrides.items() if k != "seed"}
     if isinstance(profile, TrainConfig):
         return replace(profile, **overrides)
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
-    seed = settings.current().seed
-    if seed is not None:
-        overrides = {"seed": seed, **overrides}
     return replace(PROFILES[profile], **overrides)

@@ -29,7 +29,7 @@ from .devices import check_device
 from ..store.files import WAIT_SECONDS, writer_lock
 from .store.hub import HubError, fetch
 from .profiles import TrainConfig, get_config
-from .. import settings
+from ..settings import DEFAULT_PROFILE, Session
 from .textmodel import Pretrained
 from .train import train
 
@@ -58,15 +58,18 @@ def load_cached(folder: Path, config: TrainConfig, dtype: torch.dtype = torch.fl
     return pre
 
 
-def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None = None,
-               train_if_missing: bool = True, download: bool = True, progress: bool = True,
-               dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu",
+def pretrained(profile: str | TrainConfig | Session = DEFAULT_PROFILE, *,
+               archive: str | None = None, train_if_missing: bool = True, download: bool = True,
+               progress: bool = True, dtype: torch.dtype = torch.float32,
+               device: str | torch.device = "cpu",
                wait_seconds: float = WAIT_SECONDS) -> Pretrained:
     """The model trained with ``profile`` ("paper", "quick", another name of
-    :data:`attnxai.model.profiles.PROFILES`, or a TrainConfig), from the cache, training it first if
-    needed. ``profile=None`` is the session's profile (:func:`attnxai.settings.current`: the one
-    ``course.start`` chose, or ``ATTNXAI_PROFILE`` read at the entry point; default "paper"): this
-    is how the test build of the book runs every chapter on the quick model.
+    :data:`attnxai.model.profiles.PROFILES`, a TrainConfig, or a chapter's
+    :class:`~attnxai.settings.Session`: its profile at its seed), from the cache, training it first
+    if needed. Without an argument, the paper's model (``"paper"``, the authors' settings), in
+    every process alike: no session setting is read here. A chapter passes the session its launch
+    cell returned (``attnxai.pretrained(session)``): this is how the test build of the book runs
+    every chapter on the quick model, and on other seeds.
 
     The lookup, in this order: the cache (found and loaded without reading the IMDb archive's
     reviews and without the network, :func:`attnxai.model.store.cache.candidates`); then, with ``download``,
@@ -81,7 +84,7 @@ def pretrained(profile: str | TrainConfig | None = None, *, archive: str | None 
     (then :class:`~attnxai.model.store.checkpoint.CheckpointError`, naming its lock)."""
     device = check_device(device)
     on = {} if device.type == "cpu" else {"device": device}     # train()'s default is the CPU
-    config = get_config(profile or settings.current().book_profile)
+    config = get_config(profile)
     found = candidates(config, archive)
     for folder, _ in found:
         if folder.is_dir():
