@@ -124,7 +124,8 @@ def test_cli_trains_and_finds_the_authors_recipe(monkeypatch, capsys):
     assert cli.main(["train", "--profile", "quick", "--authors-optimizer"]) == 2
     assert cli.main(["info", "--profile", "quick", "--authors-optimizer"]) == 2
     assert cli.main(["train", "--profile", "quick"]) == 2
-    assert asked == [authors_recipe("quick"), authors_recipe("quick"), "quick"]
+    # the CLI resolves the profile (and ATTNXAI_SEED, read once in main) into its configuration
+    assert asked == [authors_recipe("quick"), authors_recipe("quick"), get_config("quick")]
     monkeypatch.setattr(trained, "pretrained", real)
     capsys.readouterr()
     assert cli.main(["train", "--profile", "multilayer", "--authors-optimizer"]) == 2
