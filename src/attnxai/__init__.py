@@ -106,12 +106,13 @@ from .data import load_imdb
 from .explanation import Explanation, explain
 from .model.store.checkpoint import load, save
 from .model.interface import ClassifierBase
+from .model.config import AttentionConfig
 from .model.single_layer import AttentionClassifier, Internals
 from .model.textmodel import Pretrained
 from .model.trained import pretrained
 from .text import Vocab, normalize_for_lime, tokenize
 
 __version__ = "0.2.0"
-__all__ = ["AttentionClassifier", "ClassifierBase", "Explanation", "Internals", "Pretrained",
+__all__ = ["AttentionClassifier", "AttentionConfig", "ClassifierBase", "Explanation", "Internals", "Pretrained",
            "Vocab", "explain", "load", "load_imdb", "normalize_for_lime", "pretrained", "save",
            "tokenize", "__version__"]
