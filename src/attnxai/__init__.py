@@ -58,6 +58,7 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
         interface | devices | optim
                                  the model interface (ClassifierBase), ids, positions, predict |
                                  the one device parser | lazy AdamW (the training's optimiser)
+        config                   each model's architecture, one frozen dataclass (its checks)
     words | data | text | limit_settings
                                  token <-> word scores | IMDb | tokenizer, vocabulary |
                                  LIME's settings and its limit's (one type each, from the
