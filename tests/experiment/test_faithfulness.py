@@ -664,16 +664,19 @@ def test_perturber_model_backend_for_any_classifier():
     class Wrapped(type(pre.model)):
         pass
 
-    m = Wrapped(len(pre.vocab), d_embed=8, d_attn=4, d_value=5, n_heads=3, max_len=40).double()
+    m = Wrapped(pre.model.config).double()
     m.load_state_dict(pre.model.state_dict())
     ids = _doc(pre, 10)
     # a subclass is still an AttentionClassifier: the fast path applies and agrees
     assert F.Perturber(m, ids, perturbation="delete").backend_used == "fast"
+    from attnxai.model.config import ModelConfig
     from attnxai.model.interface import ClassifierBase
 
     class Other(ClassifierBase):
         def __init__(self, inner):
-            super().__init__(inner.vocab_size, inner.d_embed, inner.max_len, inner.n_classes)
+            super().__init__(ModelConfig(inner.vocab_size, d_embed=inner.d_embed,
+                                         max_len=inner.max_len, n_classes=inner.n_classes,
+                                         n_heads=inner.n_heads))
             self.inner = inner
 
         def forward_embeddings(self, e, mask=None, *, per_head=False):

@@ -67,7 +67,8 @@ class ClassifierBase(nn.Module):
 
     #: The frozen dataclass a subclass is built from (``Model(config)``).
     config_class: type[ModelConfig] = ModelConfig
-    #: (B, L, K, T) attention and per-head logits have this many layers / heads (set by subclasses).
+    #: (B, L, K, T) attention and per-head logits have this many layers (set by subclasses) and
+    #: heads (the configuration's).
     n_layers: int = 1
     n_heads: int = 1
 
@@ -81,6 +82,7 @@ class ClassifierBase(nn.Module):
         self.config = config
         self.vocab_size, self.d_embed, self.max_len, self.n_classes = (
             config.vocab_size, config.d_embed, config.max_len, config.n_classes)
+        self.n_heads = config.n_heads
         self.padding, self.pad_id, self.cls_id, self.unk_id = (config.padding, config.pad_id,
                                                                config.cls_id, config.unk_id)
         # nn.Embedding's default N(0, 1) for words, as the authors (never padding_idx: pad is masked).
