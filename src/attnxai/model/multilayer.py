@@ -2,8 +2,8 @@
 
 The paper reports a 6-layer, 6-head classifier on IMDb (its Appendix F, which we do not have; the
 authors' repository has no multi-layer code). This module is **our reconstruction**: every choice
-the paper does not state is a constructor argument, and the book's chapter 8 ablates the ones
-that matter (``python -m attnxai multilayer-screens``).
+the paper does not state is a field of its configuration (:class:`MultiLayerConfig`), and the
+book's chapter 8 ablates the ones that matter (``python -m attnxai multilayer-screens``).
 
 Notation (``B`` documents, ``T`` tokens with ``[CLS]`` at position 0, ``K`` heads, ``L`` layers,
 ``D = d_embed``)::
