@@ -47,9 +47,9 @@ def test_every_field_but_the_vocabulary_is_a_keyword():
 
 
 def test_a_model_is_built_from_its_own_configuration_only():
-    with pytest.raises(TypeError, match="AttentionClassifier is built from a AttentionConfig"):
+    with pytest.raises(TypeError, match="AttentionClassifier is built from one AttentionConfig"):
         AttentionClassifier(50)                                  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="built from a MultiLayerConfig"):
+    with pytest.raises(TypeError, match="built from one MultiLayerConfig"):
         MultiLayerClassifier(AttentionConfig(50))                # type: ignore[arg-type]
     c = AttentionConfig(50, d_embed=8, d_attn=4, d_value=6, n_heads=3, max_len=12, skip=True)
     m = AttentionClassifier(c)

@@ -76,7 +76,7 @@ class ClassifierBase(nn.Module):
         super().__init__()
         want = self.config_class
         if not isinstance(config, want):
-            raise TypeError(f"{type(self).__name__} is built from a {want.__name__} "
+            raise TypeError(f"{type(self).__name__} is built from one {want.__name__} "
                             f"({type(self).__name__}({want.__name__}(vocab_size, ...))), got "
                             f"{type(config).__name__}")
         self.config = config
