@@ -91,21 +91,23 @@ def main(argv: list[str] | None = None) -> int:
     with single_threaded():
         for i, text in enumerate(texts):
             for value in VALUES:
-                t, res = cpu(lambda: theory.deletion_game(pre, text, value, route="sampled",
-                                                          tol=args.tol, seed=i))
+                t, res = cpu(lambda: theory.deletion_game(
+                    pre, text, value, route="sampled",
+                    sampling=theory.SamplingSettings(tol=args.tol, seed=i)))
                 row = {"review": i, "value": value, "d": res.values.size,
                        "repeated": res.n_repeated, "cpu_s": t, "evaluations": res.evaluations,
                        "rel_se": res.rel_error, "converged": res.converged}
                 row["cpu_s_1e-3"] = t * (res.rel_error / 1e-3) ** 2
                 if value == "shapley" and i < args.direct_reviews:
                     row["cpu_s_1e-3_run"], fine = cpu(lambda: theory.deletion_game(
-                        pre, text, value, route="sampled", tol=1e-3, seed=i,
-                        max_evals=10 ** 9))
+                        pre, text, value, route="sampled", sampling=theory.SamplingSettings(
+                            tol=1e-3, seed=i, max_evals=10 ** 9)))
                     row["evaluations_1e-3_run"] = fine.evaluations
                     row["rel_se_1e-3_run"] = fine.rel_error
                 if i < args.control_reviews:
-                    plain = theory.deletion_game(pre, text, value, route="sampled", tol=args.tol,
-                                                 seed=i, control=False)
+                    plain = theory.deletion_game(pre, text, value, route="sampled",
+                                                 sampling=theory.SamplingSettings(
+                                                     tol=args.tol, seed=i, control=False))
                     row["evaluations_no_control"] = plain.evaluations * (
                         plain.rel_error / res.rel_error) ** 2
                 if value == "lime":
@@ -121,12 +123,14 @@ def main(argv: list[str] | None = None) -> int:
                     row["sampled_vs_lime_200k"] = rel((big[0] + big[1]) / 2, res.values)
                     # certified to lime's own noise at n = 200,000 (what the target asks)
                     row["at_noise_cpu_s"], at = cpu(lambda: theory.deletion_game(
-                        pre, text, "lime", route="sampled", tol=min(noise, 0.5), seed=i))
+                        pre, text, "lime", route="sampled",
+                        sampling=theory.SamplingSettings(tol=min(noise, 0.5), seed=i)))
                     row["at_noise_rel_se"] = at.rel_error
                 if value == "shapley" and i < args.shap_reviews:
                     ref = theory.deletion_game(pre, text, "shapley", route="sampled",
-                                               tol=args.ref_tol, seed=10_000 + i,
-                                               max_evals=10 ** 9)
+                                               sampling=theory.SamplingSettings(
+                                                   tol=args.ref_tol, seed=10_000 + i,
+                                                   max_evals=10 ** 9))
                     game = PeerGame(pre, text, bow=True)
                     evals, _, shap_cpu, err = evaluations_to(
                         lambda n: permutation_values(game, n, seed=i), ref.values, 1e-2,

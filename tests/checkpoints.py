@@ -24,7 +24,7 @@ def tiny_pretrained(n_words: int = 1200, *, seed: int = 0, profile: str = "quick
     vocab = Vocab([f"w{i}" for i in range(n_words)])
     m = random_model(len(vocab), seed=seed, max_len=16, init_range=0.1, dtype=torch.float32)
     conf = {"arch": "AttentionClassifier", "train": get_config(profile).to_dict(),
-            "model": m.config, "data_sha256": LABELLED_SHA, "format": FORMAT_VERSION}
+            "model": m.config.to_dict(), "data_sha256": LABELLED_SHA, "format": FORMAT_VERSION}
     return Pretrained(m, vocab, conf, {"test_accuracy": 0.5})
 
 

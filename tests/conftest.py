@@ -103,17 +103,17 @@ def random_model(vocab_size: int = len(WORDS) + 3, *, seed: int = 0, n_layers: i
     test_shapley_peers, test_results_faithfulness): the constructor draws at ``init_range=0.1``,
     then query, key, value and output are drawn again ``U(-init_range, init_range)``, in that
     order, from the same generator (so the weights differ from ``init_range``'s alone)."""
-    from attnxai import AttentionClassifier
-    from attnxai.model.multilayer import MultiLayerClassifier
+    from attnxai import AttentionClassifier, AttentionConfig
+    from attnxai.model.multilayer import MultiLayerClassifier, MultiLayerConfig
 
     torch.manual_seed(seed)
+    common = dict(d_embed=d_embed, d_attn=d_attn, d_value=d_value, n_heads=n_heads,
+                  max_len=max_len, n_classes=n_classes, padding=padding)
     if n_layers is None:
         if deep:
             raise TypeError(f"{sorted(deep)} are settings of the multilayer model: give n_layers")
-        m = AttentionClassifier(vocab_size, d_embed=d_embed, d_attn=d_attn, d_value=d_value,
-                                n_heads=n_heads, max_len=max_len, n_classes=n_classes,
-                                padding=padding, init_range=0.1 if redraw else init_range,
-                                skip=skip)
+        m = AttentionClassifier(AttentionConfig(vocab_size, **common, skip=skip,
+                                                init_range=0.1 if redraw else init_range))
         if redraw:
             with torch.no_grad():
                 for w in (m.W_q, m.W_k, m.W_v, m.W_l):
@@ -121,10 +121,8 @@ def random_model(vocab_size: int = len(WORDS) + 3, *, seed: int = 0, n_layers: i
     else:
         if skip or redraw:
             raise TypeError("skip and redraw are the single-layer model's: no n_layers with them")
-        m = MultiLayerClassifier(vocab_size, d_embed=d_embed, n_layers=n_layers, n_heads=n_heads,
-                                 d_attn=d_attn, d_value=d_value, max_len=max_len,
-                                 n_classes=n_classes, padding=padding, init_range=init_range,
-                                 **deep)
+        m = MultiLayerClassifier(MultiLayerConfig(vocab_size, n_layers=n_layers, **common,
+                                                  init_range=init_range, **deep))
     with torch.no_grad():
         if word_scale != 1.0:
             m.W_e.mul_(word_scale)
@@ -148,7 +146,7 @@ def make_tiny(padding: str = "mask", *, seed: int = 0, n_heads: int = 3, max_len
     vocab = Vocab(list(WORDS))
     m = random_model(len(vocab), seed=seed, n_heads=n_heads, max_len=max_len, init_range=scale,
                      d_embed=d_embed, padding=padding, **{"redraw": True, **model})
-    return Pretrained(m, vocab, {"train": {"profile": "tiny"}, "model": m.config}, {})
+    return Pretrained(m, vocab, {"train": {"profile": "tiny"}, "model": m.config.to_dict()}, {})
 
 
 def tiny_text(n: int, seed: int = 0, unknown: bool = True) -> str:

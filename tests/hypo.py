@@ -84,7 +84,7 @@ class ModelSpec:
 
         m = self.build()
         return Pretrained(m, Vocab(list(WORDS)), {"train": {"profile": "hypothesis"},
-                                                  "model": m.config}, {})
+                                                  "model": m.config.to_dict()}, {})
 
     def without_skip(self):
         """The same weights without the skip connection (W_s is drawn after the others)."""

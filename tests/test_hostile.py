@@ -585,12 +585,13 @@ def no_allocation(monkeypatch):
     real = checkpoint.MODEL_CLASSES["AttentionClassifier"]
     built = []
 
-    def build(**kwargs):
-        if torch.get_default_device().type != "meta":
-            built.append(kwargs)
-        return real(**kwargs)
+    class Build(real):
+        def __init__(self, config):
+            if torch.get_default_device().type != "meta":
+                built.append(config)
+            super().__init__(config)
 
-    monkeypatch.setitem(checkpoint.MODEL_CLASSES, "AttentionClassifier", build)
+    monkeypatch.setitem(checkpoint.MODEL_CLASSES, "AttentionClassifier", Build)
     return built
 
 

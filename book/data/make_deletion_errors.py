@@ -128,7 +128,8 @@ def full_review_row(pre, text: str, i: int, tol: float) -> list[dict]:
     rows = []
     for value, a in approx.items():
         c0 = time.process_time()
-        ref = theory.deletion_game(pre, text, value.lower(), route="sampled", tol=tol, seed=i)
+        ref = theory.deletion_game(pre, text, value.lower(), route="sampled",
+                                   sampling=theory.SamplingSettings(tol=tol, seed=i))
         cpu_s = time.process_time() - c0
         rows.append({"population": "trained model, full reviews",
                      "doc": f"full-length test review {i}", "d": ref.values.size,

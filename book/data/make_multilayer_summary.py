@@ -85,7 +85,7 @@ def training(results: Path, out: Path, profile: str = "multilayer") -> None:
     hist.insert(0, "model", pre.path.name)
     code = m.get("code") or {}
     header = [f"# model: {pre.path.name} ({type(pre.model).__name__}, "
-              f"{json.dumps(pre.model.config, sort_keys=True)})",
+              f"{json.dumps(pre.model.config.to_dict(), sort_keys=True)})",
               f"# recipe: {json.dumps(pre.config['train'], sort_keys=True)}",
               f"# code: {code.get('commit')}{' (with uncommitted changes!)' if code.get('dirty') else ''}",
               f"# test accuracy {m['test_accuracy']:.5f} on {m['n_test']} reviews; validation "

@@ -58,6 +58,7 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
         interface | devices | optim
                                  the model interface (ClassifierBase), ids, positions, predict |
                                  the one device parser | lazy AdamW (the training's optimiser)
+        config                   each model's architecture, one frozen dataclass (its checks)
     words | data | text | limit_settings
                                  token <-> word scores | IMDb | tokenizer, vocabulary |
                                  LIME's settings and its limit's (one type each, from the
@@ -106,6 +107,7 @@ from .data import load_imdb
 from .explanation import Explanation, explain
 from .model.store.checkpoint import load, save
 from .model.interface import ClassifierBase
+from .model.config import AttentionConfig
 from .model.single_layer import AttentionClassifier, Internals
 from .model.textmodel import Pretrained
 from .model.trained import pretrained
@@ -113,6 +115,7 @@ from .settings import Session
 from .text import Vocab, normalize_for_lime, tokenize
 
 __version__ = "0.2.0"
-__all__ = ["AttentionClassifier", "ClassifierBase", "Explanation", "Internals", "Pretrained",
-           "Session", "Vocab", "explain", "load", "load_imdb", "normalize_for_lime", "pretrained", "save",
+__all__ = ["AttentionClassifier", "AttentionConfig", "ClassifierBase", "Explanation", "Internals",
+           "Pretrained", "Session", "Vocab", "explain", "load", "load_imdb", "normalize_for_lime",
+           "pretrained", "save",
            "tokenize", "__version__"]

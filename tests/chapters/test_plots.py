@@ -135,3 +135,30 @@ def test_every_displayed_figure_records_its_grey_check():
         plt.close(fig)
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_ci_forest_draws_each_interval_from_its_named_columns():
+    """``interval`` names the estimate's and its ends' columns together; each row's error bar spans
+    exactly [lower, upper] around the estimate; a malformed ``interval`` is refused."""
+    import matplotlib
+    import pandas as pd
+    import pytest
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = pd.DataFrame({"method": ["a", "b", "a", "b"], "g": ["x", "x", "y", "y"],
+                          "m": [0.1, 0.2, 0.3, 0.4], "l": [0.0, 0.1, 0.25, 0.3],
+                          "h": [0.3, 0.25, 0.5, 0.45]})
+    ax = plots.ci_forest(table, hue="g", interval=("m", "l", "h"), order=["b", "a"])
+    bars = [c for c in ax.containers]
+    assert len(bars) == 2
+    for bar, sub in zip(bars, (table[table.g == "x"], table[table.g == "y"])):
+        x, _ = bar.lines[0].get_data()
+        segs = bar.lines[2][0].get_segments()
+        rows = sub.set_index("method").loc[["b", "a"]]
+        assert np.allclose(x, rows.m) and np.allclose([s[0][0] for s in segs], rows.l)
+        assert np.allclose([s[1][0] for s in segs], rows.h)
+    with pytest.raises(ValueError, match="three columns"):
+        plots.ci_forest(table, interval=("m", "l"))
+    plt.close("all")

@@ -19,6 +19,7 @@ from attnxai import explainers, registry
 from attnxai import perturbation as F
 from attnxai.experiment import faithfulness as XF
 from attnxai.experiment import load_results, review_order
+from attnxai.limit_settings import LimeSettings
 from attnxai.registry import ALL_METHODS, METHODS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -458,8 +459,8 @@ def test_bootstrap_means():
 @pytest.fixture(scope="module")
 def small_run(quick_model, tmp_path_factory):
     out = tmp_path_factory.mktemp("faith") / "res"
-    report = XF.run_faithfulness(out, profile="quick", reviews=3, num_samples=200, chunk=2,
-                                 progress=False)
+    report = XF.run_faithfulness(out, profile="quick", reviews=3,
+                                 lime=LimeSettings(num_samples=200), chunk=2, progress=False)
     return out, report
 
 
@@ -489,11 +490,12 @@ def test_study_rows_resume_and_summaries(small_run, quick_model, imdb):
     assert row[XF.metric_column("GxI", "delete", "sufficiency", "abs", "ferret")] == \
         row[XF.metric_column("GxI", "delete", "sufficiency", "abs")]
     assert "ferret" in meta["ties"]
-    again = XF.run_faithfulness(out, profile="quick", reviews=4, num_samples=200, chunk=2,
-                                progress=False)
+    again = XF.run_faithfulness(out, profile="quick", reviews=4,
+                                lime=LimeSettings(num_samples=200), chunk=2, progress=False)
     assert (again.computed, again.skipped) == (1, 3)
     with pytest.raises(ValueError, match="num_samples: 200 there, 300 now"):
-        XF.run_faithfulness(out, profile="quick", reviews=4, num_samples=300, progress=False)
+        XF.run_faithfulness(out, profile="quick", reviews=4, lime=LimeSettings(num_samples=300),
+                            progress=False)
     df = load_results(out, keys=("test_index",), sort=("rank",))
     table = XF.faithfulness_summary(df, n_boot=100)
     assert set(table["group"]) == set(XF.GROUPS)
@@ -576,8 +578,8 @@ def test_paired_deletion_summary_is_the_paired_difference(quick_model, tmp_path,
 
 def test_study_explaining_the_predicted_class(quick_model, tmp_path):
     out = tmp_path / "pred"
-    XF.run_faithfulness(out, profile="quick", reviews=3, num_samples=100, target="predicted",
-                        methods="alpha-avg,GxI", progress=False)
+    XF.run_faithfulness(out, profile="quick", reviews=3, lime=LimeSettings(num_samples=100),
+                        target="predicted", methods="alpha-avg,GxI", progress=False)
     df = load_results(out, keys=("test_index",), sort=("rank",))
     assert (df["target"] == df["predicted"]).all()
     np.testing.assert_allclose(df["p"], np.where(df["target"] == 1, df["p1"], 1 - df["p1"]))
@@ -585,13 +587,24 @@ def test_study_explaining_the_predicted_class(quick_model, tmp_path):
 
 
 def test_study_refuses_bad_arguments(quick_model, tmp_path):
-    for bad in (dict(reviews=0), dict(methods="alpha-avg,SHAP"), dict(perturbations="mask"),
-                dict(selections="top"), dict(backend="gpu"), dict(num_samples=1),
-                dict(target=2), dict(target="largest")):
+    """A bad argument of the study, or of a settings object it takes whole (refused, by name,
+    when that is built): nothing is written."""
+    for bad in (lambda: dict(reviews=0), lambda: dict(methods="alpha-avg,SHAP"),
+                lambda: dict(metrics=XF.MetricSettings(perturbations="mask")),
+                lambda: dict(metrics=XF.MetricSettings(selections="top")),
+                lambda: dict(metrics=XF.MetricSettings(backend="gpu")),
+                lambda: dict(metrics={"backend": "fast"}),
+                lambda: dict(lime=LimeSettings(num_samples=1)), lambda: dict(num_samples=200),
+                lambda: dict(target=2), lambda: dict(target="largest")):
         with pytest.raises((ValueError, TypeError)):
             XF.run_faithfulness(tmp_path / "x", profile="quick", progress=False,
-                                **{"reviews": 1, **bad})
+                                **{"reviews": 1, **bad()})
         assert not (tmp_path / "x").exists()
+    m = XF.MetricSettings("delete", ["positive"], "model")
+    assert (m.perturbations, m.selections, m.backend) == (["delete"], ["positive"], "model")
+    assert XF.MetricSettings().perturbations == list(F.PERTURBATIONS)
+    with pytest.raises(ValueError, match="perturbation"):
+        XF.MetricSettings(perturbations="mask")
 
 
 def test_the_committed_studies_settings_are_still_recorded_word_for_word(quick_model):
@@ -614,8 +627,8 @@ def test_the_committed_studies_settings_are_still_recorded_word_for_word(quick_m
 def test_a_study_sets_any_methods_settings_and_seeds_it_per_review(quick_model, imdb, tmp_path):
     out = tmp_path / "sg"
     XF.run_faithfulness(out, profile="quick", reviews=2, methods="SmoothGrad,GxI",
-                        selections="positive", settings={"SmoothGrad": {"n_samples": 3}},
-                        progress=False)
+                        metrics=XF.MetricSettings(selections="positive"),
+                        settings={"SmoothGrad": {"n_samples": 3}}, progress=False)
     meta = json.loads((out / "_meta.json").read_text())
     assert meta["method settings"] == {"SmoothGrad": {"n_samples": 3}} and "smoothgrad" in meta
     assert "lime" not in meta                          # only the methods the study runs
@@ -638,7 +651,7 @@ def test_a_study_sets_any_methods_settings_and_seeds_it_per_review(quick_model, 
                             settings={"LIME": {"num_samples": 30}}, progress=False)
     with pytest.raises(ValueError, match="LIME limit and LIME must share kernel_width"):
         XF.run_faithfulness(tmp_path / "y", profile="quick", reviews=1,
-                            methods="LIME,LIME limit", kernel_width=25.0,
+                            methods="LIME,LIME limit", lime=LimeSettings(kernel_width=25.0),
                             settings={"LIME limit": {"kernel_width": 5.0}}, progress=False)
     assert not (tmp_path / "y").exists()
 
@@ -651,16 +664,19 @@ def test_perturber_model_backend_for_any_classifier():
     class Wrapped(type(pre.model)):
         pass
 
-    m = Wrapped(len(pre.vocab), d_embed=8, d_attn=4, d_value=5, n_heads=3, max_len=40).double()
+    m = Wrapped(pre.model.config).double()
     m.load_state_dict(pre.model.state_dict())
     ids = _doc(pre, 10)
     # a subclass is still an AttentionClassifier: the fast path applies and agrees
     assert F.Perturber(m, ids, perturbation="delete").backend_used == "fast"
+    from attnxai.model.config import ModelConfig
     from attnxai.model.interface import ClassifierBase
 
     class Other(ClassifierBase):
         def __init__(self, inner):
-            super().__init__(inner.vocab_size, inner.d_embed, inner.max_len, inner.n_classes)
+            super().__init__(ModelConfig(inner.vocab_size, d_embed=inner.d_embed,
+                                         max_len=inner.max_len, n_classes=inner.n_classes,
+                                         n_heads=inner.n_heads))
             self.inner = inner
 
         def forward_embeddings(self, e, mask=None, *, per_head=False):

@@ -38,7 +38,7 @@ SMALL = dict(profile="quick", repeats=2, num_samples=60, progress=False)
 def tiny_checkpoint(folder: Path, seed: int = 0) -> Pretrained:
     vocab = Vocab(WORDS)
     m = random_model(len(vocab), seed=seed, max_len=16, init_range=0.1, dtype=torch.float32)
-    conf = {"arch": "AttentionClassifier", "train": {"profile": "tiny"}, "model": m.config,
+    conf = {"arch": "AttentionClassifier", "train": {"profile": "tiny"}, "model": m.config.to_dict(),
             "format": FORMAT_VERSION}
     save(Pretrained(m, vocab, conf, {}), folder)
     return checkpoint.load(folder)

@@ -360,7 +360,7 @@ def test_result_helpers(model64, reviews):
 
 def test_wide_score_range_falls_back_to_generic(model64, reviews):
     m = model64.model
-    big = AttentionClassifier(**m.config).double()
+    big = AttentionClassifier(m.config).double()
     big.load_state_dict(m.state_dict())
     with torch.no_grad():
         big.W_q.mul_(3e4)

@@ -129,8 +129,14 @@ def test_the_studies_take_lime_whole_or_by_fields_and_refuse_other_keywords():
     assert XL.study_lime(s, {}, "X") is s                        # whole: not rebuilt
     assert XL.study_lime(s, {"kernel_width": 5}, "X") == LimeSettings(num_samples=300,
                                                                      kernel_width=5.0)
-    for study in (XF.FaithfulnessStudy, XL.LimeCorpus, XS.ShapleyCorpus):
+    for study in (XL.LimeCorpus, XS.ShapleyCorpus):
         with pytest.raises(TypeError, match=r"got unexpected keyword argument\(s\) \['reviws'\]"):
             study(reviws=3)                                      # before any model is loaded
         with pytest.raises(ValueError, match="kernel_width must be > 0"):
             study(kernel_width=0.0)
+    # the faithfulness study takes LIME's settings whole only (lime=LimeSettings(...))
+    for bad in ({"reviws": 3}, {"kernel_width": 25.0}):
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{next(iter(bad))}'"):
+            XF.FaithfulnessStudy(**bad)
+    with pytest.raises(TypeError, match="settings must be a LimeSettings"):
+        XF.FaithfulnessStudy(lime={"kernel_width": 5.0})

@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 
+from attnxai.model.config import AttentionConfig
 from attnxai.model.single_layer import AttentionClassifier, sinusoidal_positions
 
 
@@ -27,7 +28,8 @@ def naive_forward(model: AttentionClassifier, ids: torch.Tensor) -> torch.Tensor
 @pytest.fixture
 def small():
     torch.manual_seed(0)
-    m = AttentionClassifier(50, d_embed=8, d_attn=4, d_value=6, n_heads=3, max_len=12).double()
+    m = AttentionClassifier(AttentionConfig(50, d_embed=8, d_attn=4, d_value=6, n_heads=3,
+                                            max_len=12)).double()
     with torch.no_grad():
         m.W_q.mul_(5)
         m.W_k.mul_(5)
@@ -64,8 +66,8 @@ def test_matches_naive_reference_float64(small):
 def test_padding_invariance_mask_and_unk(small):
     for mode in ("mask", "unk"):
         torch.manual_seed(1)
-        m = AttentionClassifier(30, d_embed=6, d_attn=3, d_value=3, n_heads=2, max_len=10,
-                                padding=mode).double()
+        m = AttentionClassifier(AttentionConfig(30, d_embed=6, d_attn=3, d_value=3, n_heads=2,
+                                                max_len=10, padding=mode)).double()
         alone = m(m.collate([[1, 5, 6]]))
         batch = m(m.collate([[1, 5, 6], list(range(1, 11))]))[:1]
         padded = m(torch.tensor([[1, 5, 6, 0, 0, 0, 0]]))
@@ -74,7 +76,8 @@ def test_padding_invariance_mask_and_unk(small):
 
 def test_unk_padding_attends_to_unk(small):
     torch.manual_seed(1)
-    m = AttentionClassifier(30, d_embed=6, d_attn=3, d_value=3, n_heads=2, max_len=10, padding="unk")
+    m = AttentionClassifier(AttentionConfig(30, d_embed=6, d_attn=3, d_value=3, n_heads=2,
+                                            max_len=10, padding="unk"))
     out = m(torch.tensor([[1, 5]]), return_internals=True)
     assert out.alpha.shape[-1] == 10 and (out.ids[0, 2:] == m.unk_id).all()
     assert (out.alpha[0, :, 2:] > 0).all()
@@ -110,7 +113,7 @@ def test_bad_inputs(small):
     with pytest.raises(ValueError, match="empty batch"):
         small.collate([])
     with pytest.raises(ValueError, match="padding must be"):
-        AttentionClassifier(10, padding="zeros")
+        AttentionConfig(10, padding="zeros")
     e = small.embed(torch.tensor([[1, 2]])).float()
     with pytest.raises(TypeError, match="embeddings are torch.float32"):
         small.forward_embeddings(e)
@@ -139,7 +142,8 @@ def test_positions_in_the_model_dtype(small):
                           for t in range(12)], dtype=torch.float64)
     assert small.positions(12).dtype == torch.float64
     assert (small.positions(12) - exact).abs().max().item() < 1e-15
-    f32 = AttentionClassifier(50, d_embed=8, d_attn=4, d_value=6, n_heads=3, max_len=12)
+    f32 = AttentionClassifier(AttentionConfig(50, d_embed=8, d_attn=4, d_value=6, n_heads=3,
+                                              max_len=12))
     assert torch.equal(f32.positions(12), exact.float())
     assert small.positions(20).shape == (20, 8)       # beyond max_len on request
 

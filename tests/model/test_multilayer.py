@@ -10,6 +10,7 @@ import torch
 
 from attnxai import Pretrained, Vocab, explainers, fastlime
 from attnxai.words import Words
+from attnxai.model.config import AttentionConfig, MultiLayerConfig
 from attnxai.model.single_layer import AttentionClassifier
 from attnxai.model.multilayer import MultiLayerClassifier
 
@@ -36,7 +37,7 @@ def tiny_ml(seed: int = 0, *, n_layers: int = 3, padding: str = "mask", **kw) ->
 
 def tiny_ml_pretrained(seed: int = 0, **kw) -> Pretrained:
     m = tiny_ml(seed, **kw)
-    return Pretrained(m, Vocab(list(WORDS)), {"train": {"profile": "tiny"}, "model": m.config}, {})
+    return Pretrained(m, Vocab(list(WORDS)), {"train": {"profile": "tiny"}, "model": m.config.to_dict()}, {})
 
 
 def ids_batch(m, seed=0):
@@ -84,8 +85,8 @@ def test_recorded_path_gives_the_same_logits():
 
 def test_one_layer_without_norm_is_the_papers_layer():
     ml = tiny_ml(n_layers=1, norm="none")
-    single = AttentionClassifier(ml.vocab_size, d_embed=8, d_attn=4, d_value=3, n_heads=2,
-                                 max_len=40).double()
+    single = AttentionClassifier(AttentionConfig(ml.vocab_size, d_embed=8, d_attn=4, d_value=3,
+                                                 n_heads=2, max_len=40)).double()
     single.load_state_dict({k: getattr(ml, k).detach().clone()
                             for k in ("W_e", "W_q", "W_k", "W_v", "W_l")})
     ids = ids_batch(ml)
@@ -138,11 +139,11 @@ def test_flip_output_layer_and_validation():
     assert torch.equal(explainers.attention(f, ids, layer="all").nan_to_num(0),
                        explainers.attention(m, ids, layer="all").nan_to_num(0))
     with pytest.raises(ValueError, match="norm"):
-        MultiLayerClassifier(50, norm="mid")
+        MultiLayerConfig(50, norm="mid")
     with pytest.raises(ValueError, match="n_layers"):
-        MultiLayerClassifier(50, n_layers=0)
+        MultiLayerConfig(50, n_layers=0)
     with pytest.raises(ValueError, match="dropout"):
-        MultiLayerClassifier(50, dropout=1.0)
+        MultiLayerConfig(50, dropout=1.0)
     with pytest.raises(ValueError, match="layer 3 does not exist"):
         explainers.attention(m, ids, layer=3)
 
@@ -153,7 +154,7 @@ def test_checkpoint_round_trip_float64_and_bf16(tmp_path):
     assert MODEL_CLASSES["MultiLayerClassifier"] is MultiLayerClassifier
     m = tiny_ml(n_layers=2, d_ff=6).float()
     vocab = Vocab(list(WORDS))
-    conf = {"arch": "MultiLayerClassifier", "train": {"profile": "tiny"}, "model": m.config}
+    conf = {"arch": "MultiLayerClassifier", "train": {"profile": "tiny"}, "model": m.config.to_dict()}
     path = save(Pretrained(m, vocab, conf, {"test_accuracy": 0.5}), tmp_path / "ml")
     back = load(path)
     assert isinstance(back.model, MultiLayerClassifier)
@@ -188,7 +189,7 @@ def test_bf16_products_without_native_kernel(monkeypatch, native):
                            torch.nn.functional.linear(x.to(dtype), W.to(dtype)))
     m = tiny_ml(n_layers=3).float()
     ids = m.collate([[1, 5, 6, 7, 8], [1, 9, 10]])
-    m16 = MultiLayerClassifier(**m.config).to(torch.bfloat16).eval()
+    m16 = MultiLayerClassifier(m.config).to(torch.bfloat16).eval()
     m16.load_state_dict(m.to(torch.bfloat16).state_dict())
     monkeypatch.setattr(ML, "bf16_products_in_float32", lambda: native)
     other = m16(ids)
@@ -315,13 +316,13 @@ def test_paper_recipe_is_unchanged_and_skip_shares_weights(small_data):
     r = P.recipe(P.get_config("paper"))
     assert (r["arch"], r["warmup"], r["clip"], r["batching"]) == ("single", 0.0, None, "random")
     m, _, _ = T.train(P.get_config("quick", **tiny), small_data, progress=False)
-    assert isinstance(m, AttentionClassifier) and not m.skip and "skip" not in m.config
+    assert isinstance(m, AttentionClassifier) and not m.skip and "skip" not in m.config.to_dict()
     vocab = Vocab(list(WORDS))
     torch.manual_seed(3)
     a = T.build_model(P.get_config("paper", d_embed=16), vocab)
     torch.manual_seed(3)
     b = T.build_model(P.get_config("paper-skip", d_embed=16), vocab)
-    assert b.skip and b.config["skip"] is True
+    assert b.skip and b.config.skip is True and b.config.to_dict()["skip"] is True
     for k in ("W_e", "W_q", "W_k", "W_v", "W_l"):
         assert torch.equal(getattr(a, k), getattr(b, k))
     with pytest.raises(ValueError, match="unknown TrainConfig.extra"):

@@ -47,7 +47,7 @@ def test_same_seed_same_weights(tiny_data, extra):
 def test_checkpoint_round_trip(tiny_data, tmp_path):
     cfg = get_config("quick", **TINY)
     model, vocab, metrics = train(cfg, tiny_data, progress=False)
-    conf = {"train": cfg.to_dict(), "model": model.config}
+    conf = {"train": cfg.to_dict(), "model": model.config.to_dict()}
     path = save(Pretrained(model, vocab, conf, metrics), tmp_path / "ckpt")
     assert sorted(p.name for p in path.iterdir()) == sorted((*checkpoint.CONTENT_FILES, checkpoint.MANIFEST))
     back = load(path)
@@ -75,7 +75,7 @@ def test_a_trained_model_records_its_fingerprint(tiny_data, tmp_path, capsys):
     assert fp["threads"] == 1         # the lazy recipe trains on one thread, whatever the process
     assert fp["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert fp["cpu"]["machine"] and isinstance(fp["cpu"]["flags"], list)
-    path = save(Pretrained(model, vocab, {"train": cfg.to_dict(), "model": model.config}, metrics),
+    path = save(Pretrained(model, vocab, {"train": cfg.to_dict(), "model": model.config.to_dict()}, metrics),
                 tmp_path / "ckpt")
     assert checkpoint.weights_sha256(path) == fp["weights_sha256"] == weights_sha256(
         load(path, dtype=torch.float64).model.float().state_dict())

@@ -118,7 +118,9 @@ def test_sampled_route_is_near_the_enumeration(spec, ids, value, seed, data):
     feats = words_of(ids)
     kw = value_settings(value, data)
     res = refused(lambda: theory.deletion_game(model, ids, value, features=feats,
-                                               route="sampled", tol=0.05, seed=seed, **kw))
+                                               route="sampled", **kw,
+                                               sampling=theory.SamplingSettings(tol=0.05,
+                                                                                seed=seed)))
     if res is None:
         return
     if res.route == "exact":                 # one word: its two kept sets, summed exactly
@@ -175,7 +177,8 @@ def runs() -> list[dict]:
             ref = reference(value, Z, v)
             for seed in range(SEEDS):           # each value its own seeds: independent runs
                 res = theory.deletion_game(model, ids, value, features=feats, route="sampled",
-                                           tol=TOL, seed=1000 * i + seed)
+                                           sampling=theory.SamplingSettings(
+                                               tol=TOL, seed=1000 * i + seed))
                 out.append({"doc": k, "value": value, "seed": seed, "values": res.values,
                             "stderr": res.stderr, "df": res.extra["df"],
                             "halfwidth": res.halfwidth, "converged": res.converged,

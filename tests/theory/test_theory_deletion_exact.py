@@ -108,7 +108,8 @@ def test_sampled_route_scatters_around_the_enumeration_as_its_standard_errors_sa
         ref = reference(value, Z, v)
         for seed in range(4):
             res = theory.deletion_game(model, ids, value, features=feats, route="sampled",
-                                       tol=0.9, seed=seed, control=bool(seed % 2))
+                                       sampling=theory.SamplingSettings(
+                                           tol=0.9, seed=seed, control=bool(seed % 2)))
             assert res.route == "sampled" and res.configs == 0 and res.evaluations > 0
             assert res.extra["batches"] >= 10
             z.append((res.values - ref) / res.stderr)
@@ -127,7 +128,8 @@ def test_sampled_route_pools_to_the_truth():
     for value in SAMPLED_VALUES:
         ref = reference(value, Z, v)
         runs = [theory.deletion_game(model, ids, value, features=feats, route="sampled",
-                                     tol=0.9, seed=100 + s) for s in range(24)]
+                                     sampling=theory.SamplingSettings(tol=0.9, seed=100 + s))
+                for s in range(24)]
         mean = np.mean([r.values for r in runs], axis=0)
         se = np.sqrt(np.sum([r.stderr ** 2 for r in runs], axis=0)) / len(runs)
         assert np.all(np.abs(mean - ref) < 5 * se + 1e-12), (value, (mean - ref) / se)
@@ -137,15 +139,17 @@ def test_sampled_route_stops_at_its_tolerance_or_says_it_did_not():
     pre = make_tiny(seed=7, n_heads=2, max_len=60)
     text = tiny_text(40, seed=7, unknown=False)                  # 14 repeated words
     for value in SAMPLED_VALUES:
-        res = theory.deletion_game(pre, text, value, route="sampled", tol=0.02)
+        res = theory.deletion_game(pre, text, value, route="sampled",
+                                   sampling=theory.SamplingSettings(tol=0.02))
         assert res.converged and res.rel_error <= 0.02 and res.level == 0.95
         assert res.rel_error == pytest.approx(np.linalg.norm(res.halfwidth)
                                               / np.linalg.norm(res.values))
         np.testing.assert_allclose(res.halfwidth, 2.262157 * res.stderr, rtol=1e-6)
         exact = theory.deletion_game(pre, text, value, route="exact").values
         assert np.linalg.norm(res.values - exact) / np.linalg.norm(exact) < 4 * res.rel_error
-        short = theory.deletion_game(pre, text, value, route="sampled", tol=1e-6,
-                                     max_evals=60_000)
+        short = theory.deletion_game(pre, text, value, route="sampled",
+                                     sampling=theory.SamplingSettings(tol=1e-6,
+                                                                      max_evals=60_000))
         assert not short.converged and short.rel_error > 1e-6 and short.evaluations <= 60_000
 
 
@@ -155,7 +159,8 @@ def test_the_control_variate_saves_draws():
     pre = make_tiny(seed=7, n_heads=2, max_len=60)
     text = tiny_text(40, seed=7, unknown=False)
     for value in SAMPLED_VALUES:
-        runs = {c: theory.deletion_game(pre, text, value, route="sampled", tol=0.01, control=c)
+        runs = {c: theory.deletion_game(pre, text, value, route="sampled",
+                                        sampling=theory.SamplingSettings(tol=0.01, control=c))
                 for c in (False, True)}
         assert runs[True].evaluations < runs[False].evaluations, value
 
@@ -222,15 +227,16 @@ def test_default_route_follows_the_budget():
     pre = make_tiny(seed=8)
     text = tiny_text(14, seed=8, unknown=False)
     assert theory.deletion_game(pre, text).route == "exact"
-    assert theory.deletion_game(pre, text, budget=0, tol=0.5).route == "sampled"
-    res = theory.deletion_game(pre, text, budget=0)
+    assert theory.deletion_game(pre, text, sampling=theory.SamplingSettings(
+        budget=0, tol=0.5)).route == "sampled"
+    res = theory.deletion_game(pre, text, sampling=theory.SamplingSettings(budget=0))
     assert res.tol == dr.DEFAULT_TOL and res.converged
     with warnings.catch_warnings():
         warnings.simplefilter("error")            # the exact default does not warn
         theory.shapley(pre, text, bow=True)
         theory.lime_limit(pre, text, bow=True)
     with pytest.warns(theory.LimitApproximationWarning, match="binomial"):
-        theory.shapley(pre, text, bow=True, budget=0)
+        theory.shapley(pre, text, bow=True, sampling=theory.SamplingSettings(budget=0))
     with pytest.warns(theory.LimitApproximationWarning, match="binomial"):
         theory.lime_limit(pre, text, bow=True, budget=0)
 
@@ -264,8 +270,8 @@ def test_distinct_words_are_one_configuration():
 def test_refusals():
     pre = make_tiny(seed=9)
     text = tiny_text(14, seed=9, unknown=False)
-    with pytest.raises(ValueError, match="tol"):
-        theory.deletion_game(pre, text, route="sampled", tol=0)
+    with pytest.raises(ValueError, match="tol must be a relative error"):
+        theory.SamplingSettings(tol=0)
     with pytest.raises(ValueError, match="value"):
         theory.deletion_game(pre, text, "owen")
     with pytest.raises(ValueError, match="0 < p < 1"):
@@ -332,3 +338,23 @@ def test_the_sampled_cost_quoted_is_the_committed_measurement():
     for value, where in (("Shapley", "for the Shapley values"), ("Banzhaf", "for Banzhaf"),
                          ("LIME", "for LIME's limit")):
         assert f"{dr.SAMPLED_COST[value][0]:.2f} s {where}" in readme, value
+
+
+def test_sampling_settings_are_checked_once_when_built():
+    """Each bad field refused by name when the settings are built, before any model runs; the
+    functions take the object whole and refuse anything else."""
+    S = theory.SamplingSettings
+    assert S() == S(budget=dr.DEFAULT_BUDGET, tol=dr.DEFAULT_TOL, seed=0, control=True,
+                    max_evals=dr.MAX_EVALS)
+    for bad, match in (({"budget": -1}, "budget"), ({"budget": float("nan")}, "budget"),
+                       ({"budget": True}, "budget"), ({"tol": 1.0}, "tol"),
+                       ({"tol": "0.1"}, "tol"), ({"seed": -1}, "seed"), ({"seed": 0.5}, "seed"),
+                       ({"control": 1}, "control"), ({"max_evals": 0}, "max_evals")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            S(**bad)
+    pre = make_tiny(seed=9)
+    text = tiny_text(14, seed=9, unknown=False)
+    with pytest.raises(TypeError, match="SamplingSettings"):
+        theory.deletion_game(pre, text, sampling={"tol": 0.1})
+    with pytest.raises(TypeError, match="SamplingSettings"):
+        theory.shapley(pre, text, sampling={"budget": 0})

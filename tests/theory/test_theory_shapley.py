@@ -271,7 +271,8 @@ def test_binomial_default_warns_and_explicit_choices_are_silent():
     for fn, value in ((theory.shapley, "Shapley"), (theory.banzhaf, "Banzhaf")):
         with pytest.warns(theory.LimitApproximationWarning,
                           match=rf"{value} values.*binomial-position.*positions='binomial'"):
-            approx = fn(pre, repeated, bow=True, budget=0)     # the exact route over budget
+            approx = fn(pre, repeated, bow=True,               # the exact route over budget
+                        sampling=theory.SamplingSettings(budget=0))
         with warnings.catch_warnings():
             warnings.simplefilter("error")            # any warning fails these
             chosen = fn(pre, repeated, bow=True, positions="binomial")
@@ -280,4 +281,5 @@ def test_binomial_default_warns_and_explicit_choices_are_silent():
             fn(pre, repeated, bow=True)                   # within budget: exact, silent
         np.testing.assert_array_equal(approx, chosen)   # the warning changes nothing
     with pytest.warns(theory.LimitApproximationWarning, match="curves values"):
-        sv.effect_curves(pre, repeated, [0.5], bow=True, budget=0)
+        sv.effect_curves(pre, repeated, [0.5], bow=True,
+                         sampling=theory.SamplingSettings(budget=0))

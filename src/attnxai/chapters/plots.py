@@ -316,13 +316,18 @@ def rounded(frame, decimals: int = 3):
     return out
 
 
-def ci_forest(table, *, y: str = "method", hue: str | None = None, x: str = "mean",
-              lo: str = "ci_low", hi: str = "ci_high", order: Sequence[str] | None = None,
-              hue_order: Sequence[str] | None = None, ax=None, reference: float | None = None,
-              xlabel: str | None = None):
+def ci_forest(table, *, y: str = "method", hue: str | None = None,
+              interval: tuple[str, str, str] = ("mean", "ci_low", "ci_high"),
+              order: Sequence[str] | None = None, hue_order: Sequence[str] | None = None,
+              ax=None, reference: float | None = None, xlabel: str | None = None):
     """Means with their (precomputed) confidence intervals, one row per ``y`` value, dodged by
     ``hue``: a forest plot of a summary table (e.g. the committed faithfulness summary, whose
-    intervals come from the bootstrap, not from seaborn's own). Returns the axes."""
+    intervals come from the bootstrap, not from seaborn's own). ``interval``: the columns of the
+    estimate and of its interval's lower and upper ends, together. Returns the axes."""
+    if len(interval) != 3 or not all(isinstance(c, str) for c in interval):
+        raise ValueError("interval names three columns (estimate, lower end, upper end), got "
+                         f"{interval!r}")
+    x, lo, hi = interval
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 0.35 * table[y].nunique() + 1.2))
     order = list(order) if order is not None else list(dict.fromkeys(table[y]))

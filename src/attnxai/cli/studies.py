@@ -100,14 +100,15 @@ def _faith_args(p: argparse.ArgumentParser) -> None:
 def _faith_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ..experiment.faithfulness import faithfulness_summary, run_faithfulness
+    from ..experiment.faithfulness import MetricSettings, faithfulness_summary, run_faithfulness
     from ..store.results import load_results
     from ..registry import parse_settings
 
     lime = settings_from_args(args, LimeSettings, LIME_FLAGS)
     report = run_faithfulness(args.out, profile=training_profile(args), reviews=args.reviews,
-                              methods=args.methods, perturbations=args.perturbations,
-                              selections=args.selections, lime=lime, backend=args.backend,
+                              methods=args.methods, lime=lime,
+                              metrics=MetricSettings(args.perturbations, args.selections,
+                                                     args.backend),
                               jobs=args.jobs, scheduler=args.scheduler, chunk=args.chunk,
                               archive=args.archive, progress=not args.no_progress,
                               target=args.target, device=args.device, command=args.argv,

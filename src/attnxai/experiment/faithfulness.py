@@ -36,6 +36,7 @@ reviews.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import functools
 import time
 import warnings
@@ -59,7 +60,8 @@ from .lime_corpus import ORDER_SEED, REVIEW_COLUMNS, ordered_reviews, study_lime
 from .runner import RunReport, Study, chunked, run, study_model, study_test_set
 from .transport import ModelRef
 
-__all__ = ["COLUMNS", "FaithfulnessStudy", "GROUPS", "SUMMARY_METRICS", "agreement_summary",
+__all__ = ["COLUMNS", "FaithfulnessStudy", "GROUPS", "MetricSettings", "SUMMARY_METRICS",
+           "agreement_summary",
            "bootstrap_means", "curve_summary", "faithfulness_row", "faithfulness_summary",
            "metric_column", "read_summary", "review_explanation", "run_faithfulness",
            "tie_spread"]
@@ -247,6 +249,30 @@ def _field_of(resolved: Mapping[str, Any], name: str) -> Any:
     return next((getattr(s, name) for s in resolved.values() if hasattr(s, name)), None)
 
 
+@dataclass(frozen=True)
+class MetricSettings:
+    """What the faithfulness study scores every explanation by, carried whole to
+    :func:`attnxai.perturbation.evaluate`: the ``perturbations`` (deletion, replacement; None:
+    all of :data:`~attnxai.perturbation.PERTURBATIONS`), the word ``selections`` (None: the
+    defaults) and the ``backend`` of the model evaluations. A list of names or a command line's
+    comma-separated spelling (``"delete,replace"``); checked and normalised to lists when built,
+    each by its name."""
+
+    perturbations: str | Iterable[str] | None = None
+    selections: str | Iterable[str] | None = None
+    backend: str = "auto"
+
+    def __post_init__(self):
+        from ..perturbation import BACKENDS
+
+        object.__setattr__(self, "perturbations", validate.names(
+            self.perturbations, PERTURBATIONS, kind="perturbation", default=PERTURBATIONS,
+            text=True))
+        object.__setattr__(self, "selections", validate.names(
+            self.selections, SELECTIONS, kind="selection", default=DEFAULT_SELECTIONS, text=True))
+        validate.choice(self.backend, "backend", BACKENDS)
+
+
 class FaithfulnessStudy(Study):
     """The faithfulness study on the first ``reviews`` reviews of :func:`review_order` (module
     docstring). Every argument is validated here, before anything is written."""
@@ -256,25 +282,24 @@ class FaithfulnessStudy(Study):
 
     def __init__(self, *, profile: str = "paper", reviews: int = 1000,
                  methods: str | Iterable[str] | None = None,
-                 perturbations: str | Iterable[str] | None = None,
-                 selections: str | Iterable[str] | None = None, backend: str = "auto",
-                 chunk: int = 10, archive: str | None = None, target: int | str = 1,
-                 settings: Mapping[str, Mapping[str, Any]] | None = None, **lime: Any):
-        """``settings``: the methods' further settings (``--set``); ``**lime``: LIME's settings,
-        ``lime=`` a :class:`~attnxai.limit_settings.LimeSettings` and/or any of its fields
-        (``num_samples=200``)."""
-        from ..perturbation import BACKENDS
-
+                 metrics: MetricSettings | None = None, chunk: int = 10,
+                 archive: str | None = None, target: int | str = 1,
+                 settings: Mapping[str, Mapping[str, Any]] | None = None,
+                 lime: LimeSettings | None = None):
+        """``metrics``: a :class:`MetricSettings` (None: every perturbation, the default
+        selections, the automatic backend); ``settings``: the methods' further settings
+        (``--set``); ``lime``: LIME's settings whole, a
+        :class:`~attnxai.limit_settings.LimeSettings` (None: lime's defaults)."""
+        metrics = MetricSettings() if metrics is None else metrics
+        if not isinstance(metrics, MetricSettings):
+            raise TypeError(f"metrics must be a MetricSettings, got {type(metrics).__name__}")
         self.reviews = validate.positive_int(reviews, "reviews")
         self.methods = validate.names(methods, ALL_METHODS, kind="method", default=ALL_METHODS,
                                       text=True)
-        self.perturbations = validate.names(perturbations, PERTURBATIONS, kind="perturbation",
-                                            default=PERTURBATIONS, text=True)
-        self.selections = validate.names(selections, SELECTIONS, kind="selection",
-                                         default=DEFAULT_SELECTIONS, text=True)
-        self.backend = validate.choice(backend, "backend", BACKENDS)
+        self.perturbations, self.selections = metrics.perturbations, metrics.selections
+        self.backend = metrics.backend
         self.chunk = validate.positive_int(chunk, "chunk")
-        self.lime = study_lime(lime.pop("lime", None), lime, "FaithfulnessStudy")
+        self.lime = study_lime(lime, {}, "FaithfulnessStudy")
         self.method_settings, self.resolved = _method_settings(settings, self.methods, self.lime)
         # LIME's samples and width (its limit shares the width), checked by their settings
         # classes above and recorded only where a method takes them
@@ -334,8 +359,9 @@ def run_faithfulness(out: Any, *, jobs: int = 1, scheduler: str | None = None,
                      command: Sequence[str] | None = None, **study: Any) -> RunReport:
     """Run (or resume) the faithfulness study into the folder ``out`` (module docstring);
     ``study``: :class:`FaithfulnessStudy`'s arguments (``profile``, ``reviews``, ``methods``,
-    ``settings``: further settings per method, e.g. ``{"SmoothGrad": {"n_samples": 20}}``,
-    ``lime`` or any of LIME's fields, ...); ``jobs``, ``scheduler``, ``device``: where it runs;
-    ``command``: for the run log, :func:`attnxai.experiment.run`)."""
+    ``metrics``, ``settings``: further settings per method, e.g. ``{"SmoothGrad":
+    {"n_samples": 20}}``, ``lime``: a :class:`~attnxai.limit_settings.LimeSettings`, ...);
+    ``jobs``, ``scheduler``, ``device``: where it runs; ``command``: for the run log,
+    :func:`attnxai.experiment.run`)."""
     return run(FaithfulnessStudy(**study), out, jobs=jobs, scheduler=scheduler,
                progress=progress, device=device, command=command)

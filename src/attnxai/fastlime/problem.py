@@ -61,7 +61,7 @@ def _weights_key(model: AttentionClassifier) -> tuple:
     buffer's storage, dtype and version counter (torch bumps it on every in-place change: an
     optimiser step, ``load_state_dict``, ``copy_``)."""
     tensors = [*model.parameters(), *model.buffers()]
-    return (tuple(sorted(model.config.items())), getattr(model, "skip", False),
+    return (model.config, getattr(model, "skip", False),
             tuple((t.data_ptr(), t.dtype, t.device, tuple(t.shape), t._version)
                   for t in tensors))
 

@@ -36,10 +36,9 @@ import torch
 from torch import Tensor, nn
 
 from ..validate import integer, positive_int
+from .config import PADDING_MODES, ModelConfig
 
 __all__ = ["ClassifierBase", "PADDING_MODES", "iter_batches", "predict", "sinusoid"]
-
-PADDING_MODES = ("mask", "unk")
 
 
 def sinusoid(positions: Any, d_embed: int, dtype: torch.dtype = torch.float64) -> Tensor:
@@ -60,32 +59,34 @@ def sinusoid(positions: Any, d_embed: int, dtype: torch.dtype = torch.float64) -
 class ClassifierBase(nn.Module):
     """Common half of every explainable classifier (see the module docstring).
 
-    Subclasses call ``super().__init__(...)`` with the vocabulary and sequence settings, create their
-    own weights, and implement :meth:`forward_embeddings` and :meth:`cls_attention`.
+    A subclass names its configuration class (``config_class``, a
+    :class:`~attnxai.model.config.ModelConfig`: the architecture, checked when built), calls
+    ``super().__init__(config)``, creates its own weights from it, and implements
+    :meth:`forward_embeddings` and :meth:`cls_attention`. ``model.config`` is that object.
     """
 
-    #: (B, L, K, T) attention and per-head logits have this many layers / heads (set by subclasses).
+    #: The frozen dataclass a subclass is built from (``Model(config)``).
+    config_class: type[ModelConfig] = ModelConfig
+    #: (B, L, K, T) attention and per-head logits have this many layers (set by subclasses) and
+    #: heads (the configuration's).
     n_layers: int = 1
     n_heads: int = 1
 
-    def __init__(self, vocab_size: int, d_embed: int, max_len: int, n_classes: int, *,
-                 padding: str = "mask", pad_id: int = 0, cls_id: int = 1, unk_id: int = 2):
+    def __init__(self, config: ModelConfig):
         super().__init__()
-        if padding not in PADDING_MODES:
-            raise ValueError(f"padding must be one of {PADDING_MODES}, got {padding!r}")
-        if len({pad_id, cls_id, unk_id}) != 3:
-            raise ValueError(f"pad_id, cls_id and unk_id must differ, got {pad_id, cls_id, unk_id}")
-        for name, v in (("vocab_size", vocab_size), ("d_embed", d_embed), ("max_len", max_len),
-                        ("n_classes", n_classes)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if max(pad_id, cls_id, unk_id) >= vocab_size:
-            raise ValueError(f"vocab_size={vocab_size} is too small for the special ids")
-        self.vocab_size, self.d_embed, self.max_len, self.n_classes = (vocab_size, d_embed,
-                                                                       max_len, n_classes)
-        self.padding, self.pad_id, self.cls_id, self.unk_id = padding, pad_id, cls_id, unk_id
+        want = self.config_class
+        if not isinstance(config, want):
+            raise TypeError(f"{type(self).__name__} is built from one {want.__name__} "
+                            f"({type(self).__name__}({want.__name__}(vocab_size, ...))), got "
+                            f"{type(config).__name__}")
+        self.config = config
+        self.vocab_size, self.d_embed, self.max_len, self.n_classes = (
+            config.vocab_size, config.d_embed, config.max_len, config.n_classes)
+        self.n_heads = config.n_heads
+        self.padding, self.pad_id, self.cls_id, self.unk_id = (config.padding, config.pad_id,
+                                                               config.cls_id, config.unk_id)
         # nn.Embedding's default N(0, 1) for words, as the authors (never padding_idx: pad is masked).
-        self.W_e = nn.Parameter(torch.randn(vocab_size, d_embed))
+        self.W_e = nn.Parameter(torch.randn(config.vocab_size, config.d_embed))
         self._positions: dict[tuple[torch.dtype, torch.device], Tensor] = {}
 
     # ------------------------------------------------------------------ to implement

@@ -2,8 +2,8 @@
 
 The paper reports a 6-layer, 6-head classifier on IMDb (its Appendix F, which we do not have; the
 authors' repository has no multi-layer code). This module is **our reconstruction**: every choice
-the paper does not state is a constructor argument, and the book's chapter 8 ablates the ones
-that matter (``python -m attnxai multilayer-screens``).
+the paper does not state is a field of its configuration (:class:`MultiLayerConfig`), and the
+book's chapter 8 ablates the ones that matter (``python -m attnxai multilayer-screens``).
 
 Notation (``B`` documents, ``T`` tokens with ``[CLS]`` at position 0, ``K`` heads, ``L`` layers,
 ``D = d_embed``)::
@@ -53,11 +53,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .config import NORMS, MultiLayerConfig
 from .interface import ClassifierBase
 
-__all__ = ["MultiLayerClassifier", "NORMS", "bf16_products_in_float32", "linear"]
-
-NORMS = ("none", "pre", "post")
+__all__ = ["MultiLayerClassifier", "MultiLayerConfig", "NORMS", "bf16_products_in_float32",
+           "linear"]
 
 
 @functools.cache
@@ -165,38 +165,25 @@ class MultiLayerClassifier(ClassifierBase):
     on the single-layer model.
     """
 
-    def __init__(self, vocab_size: int, d_embed: int = 128, n_layers: int = 6, n_heads: int = 6,
-                 d_attn: int = 32, d_value: int = 32, max_len: int = 256, n_classes: int = 2, *,
-                 residual: bool = True, norm: str = "pre", d_ff: int = 0, dropout: float = 0.0,
-                 padding: str = "mask", pad_id: int = 0, cls_id: int = 1, unk_id: int = 2,
-                 init_range: float = 0.1):
-        super().__init__(vocab_size, d_embed, max_len, n_classes, padding=padding, pad_id=pad_id,
-                         cls_id=cls_id, unk_id=unk_id)
-        for name, v in (("n_layers", n_layers), ("n_heads", n_heads), ("d_attn", d_attn),
-                        ("d_value", d_value)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-        if not isinstance(residual, bool):
-            raise TypeError(f"residual must be True or False, got {type(residual).__name__}")
-        if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 0:
-            raise ValueError(f"d_ff must be an int >= 0 (0: no feed-forward block), got {d_ff!r}")
-        if not isinstance(dropout, (int, float)) or not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
-        self.config = dict(vocab_size=vocab_size, d_embed=d_embed, n_layers=n_layers,
-                           n_heads=n_heads, d_attn=d_attn, d_value=d_value, max_len=max_len,
-                           n_classes=n_classes, residual=residual, norm=norm, d_ff=d_ff,
-                           dropout=float(dropout), padding=padding, pad_id=pad_id, cls_id=cls_id,
-                           unk_id=unk_id, init_range=init_range)
+    config_class = MultiLayerConfig
+    config: MultiLayerConfig
+
+    def __init__(self, config: MultiLayerConfig):
+        """The model of ``config`` (:class:`~attnxai.model.config.MultiLayerConfig`, checked when
+        built): ``MultiLayerClassifier(MultiLayerConfig(vocab_size, n_layers=3, d_ff=64))``."""
+        super().__init__(config)
+        c = config
+        d_embed, n_layers, n_heads, n_classes = c.d_embed, c.n_layers, c.n_heads, c.n_classes
+        d_attn, d_value, residual, norm, d_ff = c.d_attn, c.d_value, c.residual, c.norm, c.d_ff
+        dropout = c.dropout
         self.n_layers, self.n_heads = n_layers, n_heads
         self.d_attn, self.d_value = d_attn, d_value
         self.residual, self.norm, self.d_ff = residual, norm, d_ff
-        r = init_range
-        self.emb_drop = nn.Dropout(float(dropout))
+        r = c.init_range
+        self.emb_drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
             Block(d_embed, n_heads, d_attn, d_value, residual=residual, norm=norm, d_ff=d_ff,
-                  dropout=float(dropout), r=r) for _ in range(n_layers - 1))
+                  dropout=dropout, r=r) for _ in range(n_layers - 1))
         self.ln_last = nn.LayerNorm(d_embed) if norm == "pre" else None
         self.W_q = _uniform((n_heads, d_attn, d_embed), r)
         self.W_k = _uniform((n_heads, d_attn, d_embed), r)
@@ -256,6 +243,6 @@ class MultiLayerClassifier(ClassifierBase):
 
     def extra_repr(self) -> str:
         c = self.config
-        return (f"n_layers={c['n_layers']}, n_heads={c['n_heads']}, d_embed={c['d_embed']}, "
-                f"d_attn={c['d_attn']}, d_value={c['d_value']}, residual={c['residual']}, "
-                f"norm={c['norm']!r}, d_ff={c['d_ff']}, dropout={c['dropout']}")
+        return (f"n_layers={c.n_layers}, n_heads={c.n_heads}, d_embed={c.d_embed}, "
+                f"d_attn={c.d_attn}, d_value={c.d_value}, residual={c.residual}, "
+                f"norm={c.norm!r}, d_ff={c.d_ff}, dropout={c.dropout}")

@@ -38,9 +38,10 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor, nn
 
+from .config import AttentionConfig
 from .interface import ClassifierBase, sinusoid
 
-__all__ = ["AttentionClassifier", "Internals"]
+__all__ = ["AttentionClassifier", "AttentionConfig", "Internals"]
 
 
 @dataclass
@@ -80,20 +81,16 @@ class AttentionClassifier(ClassifierBase):
     """
 
     n_layers = 1
+    config_class = AttentionConfig
+    config: AttentionConfig
 
-    def __init__(self, vocab_size: int, d_embed: int = 128, d_attn: int = 64, d_value: int = 64,
-                 n_heads: int = 6, max_len: int = 256, n_classes: int = 2, *,
-                 padding: str = "mask", pad_id: int = 0, cls_id: int = 1, unk_id: int = 2,
-                 init_range: float = 0.1, skip: bool = False):
-        super().__init__(vocab_size, d_embed, max_len, n_classes, padding=padding, pad_id=pad_id,
-                         cls_id=cls_id, unk_id=unk_id)
-        if not isinstance(skip, bool):
-            raise TypeError(f"skip must be True or False, got {type(skip).__name__}")
-        self.config = dict(vocab_size=vocab_size, d_embed=d_embed, d_attn=d_attn, d_value=d_value,
-                           n_heads=n_heads, max_len=max_len, n_classes=n_classes, padding=padding,
-                           pad_id=pad_id, cls_id=cls_id, unk_id=unk_id)
-        if skip:             # only when on: the config of every model without it is unchanged
-            self.config["skip"] = True
+    def __init__(self, config: AttentionConfig):
+        """The model of ``config`` (:class:`~attnxai.model.config.AttentionConfig`, checked when
+        built): ``AttentionClassifier(AttentionConfig(vocab_size, d_embed=8, n_heads=2))``."""
+        super().__init__(config)
+        skip, init_range = config.skip, config.init_range
+        d_embed, d_attn, d_value = config.d_embed, config.d_attn, config.d_value
+        n_heads, n_classes = config.n_heads, config.n_classes
         self.skip = skip
         self.d_attn, self.d_value, self.n_heads = d_attn, d_value, n_heads
         K = n_heads

@@ -17,6 +17,7 @@ import numpy as np
 import sympy as sp
 import torch
 
+from .config import AttentionConfig
 from .single_layer import AttentionClassifier
 
 
@@ -139,8 +140,9 @@ def symbolic_model(T: int = 3, d_embed: int = 2, d_attn: int = 2, d_value: int =
 def tiny_torch_model(sm: SymbolicModel, vocab_size: int = 11, seed: int = 0) -> AttentionClassifier:
     """A float64 torch model with the dimensions of ``sm`` and random weights (for checks)."""
     torch.manual_seed(seed)
-    model = AttentionClassifier(vocab_size, d_embed=sm.d_embed, d_attn=sm.d_attn, d_value=sm.d_value,
-                                n_heads=sm.n_heads, max_len=max(sm.T, 8), n_classes=sm.n_classes)
+    model = AttentionClassifier(AttentionConfig(
+        vocab_size, d_embed=sm.d_embed, d_attn=sm.d_attn, d_value=sm.d_value, n_heads=sm.n_heads,
+        max_len=max(sm.T, 8), n_classes=sm.n_classes))
     with torch.no_grad():  # larger weights than the U(-0.1, 0.1) init, so attention is not flat
         for p in (model.W_q, model.W_k, model.W_v, model.W_l):
             p.uniform_(-1.0, 1.0)

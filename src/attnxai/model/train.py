@@ -35,6 +35,7 @@ from .devices import check_device
 from .interface import ClassifierBase, predict
 from ..progress import bar as progress_bar
 from ..progress import write as progress_write
+from .config import AttentionConfig, MultiLayerConfig
 from .single_layer import AttentionClassifier
 from .multilayer import MultiLayerClassifier
 from .optim import LazyAdamW
@@ -73,8 +74,8 @@ def build_model(config: TrainConfig, vocab: Vocab) -> ClassifierBase:
     kw = dict(config.model_kwargs(), pad_id=vocab.pad_id, cls_id=vocab.cls_id,
               unk_id=vocab.unk_id)
     if recipe(config)["arch"] == "multilayer":
-        return MultiLayerClassifier(len(vocab), **kw)
-    return AttentionClassifier(len(vocab), **kw)
+        return MultiLayerClassifier(MultiLayerConfig(len(vocab), **kw))
+    return AttentionClassifier(AttentionConfig(len(vocab), **kw))
 
 
 def bucketed_batches(lengths: list[int], batch_size: int, gen: torch.Generator, *,

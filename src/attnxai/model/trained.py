@@ -139,7 +139,7 @@ def pretrained(profile: str | TrainConfig | Session = DEFAULT_PROFILE, *,
             partial = folder.parent / f".partial-{folder.name}"
             model, vocab, metrics = train(config, data, progress=progress, state_dir=partial,
                                           **on)
-            conf = {"arch": type(model).__name__, "train": config.to_dict(), "model": model.config,
+            conf = {"arch": type(model).__name__, "train": config.to_dict(), "model": model.config.to_dict(),
                     "data_sha256": data.checksum, "format": FORMAT_VERSION}
             save(Pretrained(model, vocab, conf, metrics), folder)
             shutil.rmtree(partial, ignore_errors=True)

@@ -27,13 +27,13 @@ SymPy derivations (:mod:`~attnxai.theory.shapley_symbolic`) and brute-force refe
 from . import (approximations, gradient_theorem, ig_theorem, lime_attention, lime_text,
                shapley_values)
 from .approximations import APPROXIMATIONS
-from .deletion_routes import GameResult, deletion_game
+from .deletion_routes import GameResult, SamplingSettings, deletion_game
 from .gradient_theorem import gradient_closed_form, gradient_terms, gradient_x_input
 from .ig_theorem import IntegratedGradients, integrated_gradients
 from .lime_attention import LimitApproximationWarning, lime_limit, lime_limit_heads, lime_paper
 from .shapley_values import banzhaf, banzhaf_heads, effect_curves, shapley, shapley_heads
 
-__all__ = ["APPROXIMATIONS", "GameResult", "IntegratedGradients", "deletion_game", "LimitApproximationWarning", "approximations",
+__all__ = ["APPROXIMATIONS", "GameResult", "IntegratedGradients", "deletion_game", "LimitApproximationWarning", "SamplingSettings", "approximations",
            "banzhaf", "banzhaf_heads", "effect_curves", "gradient_closed_form", "gradient_terms",
            "gradient_theorem", "gradient_x_input", "ig_theorem", "integrated_gradients",
            "lime_attention", "lime_limit", "lime_limit_heads", "lime_paper", "lime_text", "shapley",

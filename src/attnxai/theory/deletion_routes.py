@@ -59,7 +59,8 @@ from .deletion_sampled import LEVEL, MIN_BATCHES, interval, sample_sums
 from .lime_repeats import all_configs, config_sums, document_output, repeat_layout
 
 __all__ = ["DEFAULT_BUDGET", "DEFAULT_TOL", "EXACT_ERRORS", "MAX_EVALS", "ROUTES", "GameResult",
-           "deletion_game", "deletion_values", "exact_cost", "size_weight", "size_weights"]
+           "SamplingSettings", "deletion_game", "deletion_values", "exact_cost", "size_weight",
+           "size_weights"]
 
 #: The routes: ``"exact"``, ``"sampled"``, or ``None`` (exact when it fits ``budget``).
 ROUTES = ("exact", "sampled")
@@ -73,6 +74,48 @@ DEFAULT_TOL = 1e-2
 #: Model evaluations the sampled route spends at most (pilot included): about 100 s on a full
 #: review (:data:`SAMPLED_COST` has the cost per evaluation).
 MAX_EVALS = 50_000_000
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How a deletion game chooses its route and how the sampled route runs, carried whole from
+    :func:`deletion_game` and the Shapley and Banzhaf values (:mod:`~attnxai.theory.
+    shapley_values`) to :func:`deletion_values`. ``budget``: the chain cells the exact route may
+    cost when the route is left to the defaults (:func:`exact_cost`; 0: always sampled beyond
+    one configuration); ``tol``: the relative half-width (norm 2) of the 95 % intervals the
+    sampled route stops at, in (0, 1); ``seed``: its draws; ``control``: the linear control
+    variate on or off; ``max_evals``: the model evaluations it spends at most. Checked when
+    built, each field by name; nothing downstream checks them again."""
+
+    budget: float = DEFAULT_BUDGET
+    tol: float = DEFAULT_TOL
+    seed: int = 0
+    control: bool = True
+    max_evals: int = MAX_EVALS
+
+    def __post_init__(self):
+        b = self.budget
+        if not (isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool)
+                and b >= 0):
+            raise ValueError(f"budget must be a number of chain cells >= 0, got {b!r}")
+        t = self.tol
+        if not (isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t < 1):
+            raise ValueError(f"tol must be a relative error in (0, 1), got {t!r}")
+        object.__setattr__(self, "seed", validate.seed(self.seed))
+        if not isinstance(self.control, (bool, np.bool_)):
+            raise TypeError(f"control must be True or False, got {type(self.control).__name__} "
+                            f"({self.control!r})")
+        object.__setattr__(self, "max_evals", validate.positive_int(self.max_evals, "max_evals"))
+
+    @classmethod
+    def of(cls, sampling: SamplingSettings | None) -> SamplingSettings:
+        """``sampling``, or the defaults for None; ``TypeError`` for anything else."""
+        if sampling is None:
+            return cls()
+        if not isinstance(sampling, cls):
+            raise TypeError(f"sampling must be a SamplingSettings, got {type(sampling).__name__}")
+        return sampling
+
+
+
 #: The binomial positions' error (``|approx - exact| / |exact|``, norm 2) on named populations,
 #: median and worst: ``{value: {population: (median, worst, documents)}}``
 #: (``book/data/deletion_errors.csv``, made by ``book/data/make_deletion_errors.py`` with the
@@ -273,17 +316,19 @@ def _exact(tb, feats, W, vmap, ksub, shift):
 # ---------------------------------------------------------------------- public
 def deletion_values(tb: Tables, feats: list[np.ndarray], value: str, *,
                     kernel_width: float | None = None, p: float | None = None,
-                    route: str | None = None, budget: float = DEFAULT_BUDGET,
-                    tol: float = DEFAULT_TOL, seed: int = 0, control: bool = True,
-                    max_evals: int = MAX_EVALS, ksub: int = 2) -> GameResult:
+                    route: str | None = None, ksub: int = 2,
+                    sampling: SamplingSettings | None = None) -> GameResult:
     """Deletion (lime's ``bow=True``) of the features ``feats`` (a partition of positions
     1..T-1 of the document of ``tb``) for ``value``: ``"lime"`` (LIME's limit, lime's law and
     kernel ``kernel_width``), ``"shapley"``, or ``"effects"`` at the kept fraction ``p``
     (``values[0]`` the mean output ``E f``, ``values[1:]`` the effects ``delta_j(p)``; Banzhaf is
-    ``p = 1/2``). Routes and settings in the module docstring; ``route=None``: ``"exact"`` when
-    :func:`exact_cost` is at most ``budget``, else ``"sampled"``."""
+    ``p = 1/2``). Routes and settings in the module docstring; ``ksub``: the exact route's
+    lambda rule; ``sampling`` (:class:`SamplingSettings`, None: the defaults): the budget and
+    the sampled route's settings; ``route=None``: ``"exact"`` when :func:`exact_cost` is at
+    most ``sampling.budget``, else ``"sampled"``."""
+    sampling = SamplingSettings.of(sampling)
     if route is None:
-        route = "exact" if exact_cost(feats, tb.T) <= budget else "sampled"
+        route = "exact" if exact_cost(feats, tb.T) <= sampling.budget else "sampled"
     validate.choice(route, "route", ROUTES)
     if _exact_anyway(feats, tb.T):
         route = "exact"
@@ -306,9 +351,6 @@ def deletion_values(tb: Tables, feats: list[np.ndarray], value: str, *,
         heads = heads + const
         return GameResult(heads.mean(axis=0), heads, se, "exact", _rule_error(ksub), n_conf,
                           repeat_layout(feats, tb.T).R)
-    if not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 < tol < 1):
-        raise ValueError(f"tol must be a relative error in (0, 1), got {tol!r}")
-    max_evals = validate.positive_int(max_evals, "max_evals")
     # the sampled sums are of f itself: only the Shapley values' (f(all) - f(empty)) / d is added
     const_s = const if value == "shapley" else np.zeros_like(const)
 
@@ -317,17 +359,18 @@ def deletion_values(tb: Tables, feats: list[np.ndarray], value: str, *,
 
     # the effects' tolerance is judged on the effects, not on the mean output beside them
     judged = slice(1, None) if value == "effects" else slice(None)
-    est = sample_sums(tb, feats, W, value_fn, tol=tol, seed=seed, control=control,
-                      max_evals=max_evals, full=full, judged=judged)
+    est = sample_sums(tb, feats, W, value_fn, tol=sampling.tol, seed=sampling.seed,
+                      control=sampling.control, max_evals=sampling.max_evals, full=full,
+                      judged=judged)
     heads = vmap(est.G) + const_s
     values = heads.mean(axis=0)
     per_batch = value_fn(est.batches)
     se, half = interval(per_batch)
     rel = float(np.linalg.norm(half[judged]) / max(np.linalg.norm(values[judged]), 1e-300))
-    return GameResult(values, heads, se, "sampled", rel, 0, repeat_layout(feats, tb.T).R, tol,
-                      rel <= tol, est.evaluations,
+    return GameResult(values, heads, se, "sampled", rel, 0, repeat_layout(feats, tb.T).R,
+                      sampling.tol, rel <= sampling.tol, est.evaluations,
                       {"batches": per_batch.shape[0], "df": MIN_BATCHES - 1,
-                       "control": bool(control)}, half)
+                       "control": bool(sampling.control)}, half)
 
 
 #: What :func:`deletion_game` computes.
@@ -336,18 +379,20 @@ VALUES = ("lime", "shapley", "banzhaf", "effects")
 
 def deletion_game(model, ids, value: str = "shapley", *, kernel_width: float = 25.0,
                   p: float = 0.5, target: int = 1, features=None, route: str | None = None,
-                  budget: float = DEFAULT_BUDGET, tol: float = DEFAULT_TOL, seed: int = 0,
-                  control: bool = True, max_evals: int = MAX_EVALS,
-                  ksub: int | None = None) -> GameResult:
+                  ksub: int | None = None,
+                  sampling: SamplingSettings | None = None) -> GameResult:
     """Deletion (``bow=True``) values of lime's features with the route that computed them:
     ``deletion_game(pre, text, "shapley")`` (a :class:`~attnxai.model.textmodel.Pretrained` and a
     text in :func:`attnxai.normalize_for_lime` form, values in lime's word order) or
     ``deletion_game(model, ids, ...)``. ``value``: ``"lime"`` (LIME's limit, lime's law and
     kernel ``kernel_width``), ``"shapley"``, ``"banzhaf"``, ``"effects"`` (``values[0]`` the mean
     output at the kept fraction ``p``, then the effects ``delta_j(p)``). ``route``: ``"exact"``,
-    ``"sampled"`` or None (exact when it costs at most ``budget`` chain cells); ``tol``, ``seed``,
-    ``control``, ``max_evals``: the sampled route's (module docstring); ``ksub``: the exact route's lambda
-    rule (default 2; the sampled route evaluates the model itself). Distinct words: one configuration, the chain itself."""
+    ``"sampled"`` or None (exact when it costs at most ``sampling.budget`` chain cells);
+    ``sampling``: a :class:`SamplingSettings` (the budget, and the sampled route's ``tol``,
+    ``seed``, ``control``, ``max_evals``: module docstring; None: the defaults), e.g.
+    ``deletion_game(pre, text, route="sampled", sampling=SamplingSettings(tol=0.02, seed=1))``;
+    ``ksub``: the exact route's lambda rule (default 2; the sampled route evaluates the model
+    itself). Distinct words: one configuration, the chain itself."""
     from .lime_inputs import resolve, tables
 
     validate.choice(value, "value", VALUES)
@@ -355,15 +400,15 @@ def deletion_game(model, ids, value: str = "shapley", *, kernel_width: float = 2
     if model.padding == "unk":
         raise NotImplementedError("deletion with padding='unk' (the authors' UNK padding) moves "
                                   "the padding too; use a masked model")
+    sampling = SamplingSettings.of(sampling)
     tb = tables(model, arr, target)
     if route is None:
-        route = "exact" if exact_cost(feats, tb.T) <= budget else "sampled"
+        route = "exact" if exact_cost(feats, tb.T) <= sampling.budget else "sampled"
     if _exact_anyway(feats, tb.T):
         route = "exact"
     ksub = validate.positive_int(ksub if ksub is not None else (2 if route == "exact" else 1),
                                  "ksub")
-    kw = dict(route=route, tol=tol, seed=seed, control=control, max_evals=max_evals,
-              ksub=ksub)
+    kw = dict(route=route, ksub=ksub, sampling=sampling)
     if value == "banzhaf":
         res = deletion_values(tb, feats, "effects", p=0.5, **kw)
         res.values, res.heads, res.stderr = res.values[1:], res.heads[:, 1:], res.stderr[1:]

@@ -60,8 +60,8 @@ from .. import validate
 from ..limit_settings import LimitSettings
 from ..model.textmodel import Pretrained
 from ..model.single_layer import AttentionClassifier
-from .deletion_routes import (DEFAULT_BUDGET, binomial_error_text, deletion_values, exact_cost,
-                              sampled_cost_text)
+from .deletion_routes import (DEFAULT_BUDGET, SamplingSettings, binomial_error_text,
+                              deletion_values, exact_cost, sampled_cost_text)
 from .lime_chain import chain_gammas, solve_sigma
 from .lime_formula import lime_paper
 from .lime_independent import EXPECTATION_METHODS, POSITIONS, Effects, profile_effects
@@ -212,7 +212,7 @@ def _heads_by_width(model, ids, kernel_widths, s: LimitSettings, target, feature
         for nu in widths:
             out[nu] = deletion_values(tb, feats, "lime", kernel_width=nu, route=positions,
                                       ksub=max(ksub, 2) if positions == "exact" else ksub,
-                                      **s.route_kwargs()).heads
+                                      sampling=SamplingSettings(**s.route_kwargs())).heads
         return out
     positions = "exact" if positions == "tokens" else positions     # the old token chain
     if law == "lime":

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from .. import validate
+from ..model.config import AttentionConfig
 from ..model.single_layer import AttentionClassifier
 from ..model.textmodel import Pretrained
 from .lime_attention import document_features, lime_limit
@@ -90,8 +91,8 @@ def random_model(seed: int, *, vocab: int = 64, n_heads: int = 2, d_embed: int =
     """A float64 single-layer model with weights U(-scale, scale) (query, key, value, output) and
     word embeddings N(0, 1) times ``word_scale`` (the position code is the model's sinusoid)."""
     torch.manual_seed(seed)
-    m = AttentionClassifier(vocab, d_embed=d_embed, d_attn=8, d_value=8, n_heads=n_heads,
-                            max_len=max_len)
+    m = AttentionClassifier(AttentionConfig(vocab, d_embed=d_embed, d_attn=8, d_value=8,
+                                            n_heads=n_heads, max_len=max_len))
     with torch.no_grad():
         for w in (m.W_q, m.W_k, m.W_v, m.W_l):
             w.uniform_(-scale, scale)

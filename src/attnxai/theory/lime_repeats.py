@@ -43,6 +43,7 @@ exponentials ``exp(-lambda G_t(q))`` are computed once per node for all configur
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -120,17 +121,40 @@ def config_weights(W: np.ndarray, lay: RepeatLayout, configs: np.ndarray) -> np.
     return np.exp(logW[m] + logC[None])
 
 
+class HeadTerms(NamedTuple):
+    """One head's deletion terms as the chain reads them (:func:`~attnxai.theory.lime_chain.
+    delete_terms`, the value weights shifted): ``ea`` (n,), ``cw`` (n,), ``eb`` (n + 2,),
+    ``ebr`` (n + 2,) and ``h0``; with the lambda rule's nodes ``lam`` and weights ``wts``. A
+    named tuple, not a dataclass: the compiled chain takes it whole."""
+
+    ea: np.ndarray
+    cw: np.ndarray
+    eb: np.ndarray
+    ebr: np.ndarray
+    h0: float
+    lam: np.ndarray
+    wts: np.ndarray
+
+
 @jit()          # no reassociation: the sums' order, hence the bits, never depend on alignment
-def _config_chain(ea, cw, eb, ebr, h0, lam, wts, owner, rep, configs, omega, tot, ont,
-                  EE, HH, alpha, mu, beta, betaM, steps):
-    """One head: for every configuration ``z = configs[i]`` and every node of the lambda rule,
-    the chain over the tokens left (single words free, repeated words fixed by ``z``), forward
-    then backward. Adds ``sum_l wts[l] sum_c omega[i, c] E_c[M exp(-lambda_l (N - g0))]`` to
-    ``tot[i]`` and, for a single word's token ``t``, the part of it from the sets that keep
-    ``t`` to ``ont[i, t]``. ``EE`` (n, n + 2), ``HH`` (n, n + 2): one node's ``exp(-lambda G)``
-    and the numerator terms by (token, position); ``alpha``, ``mu`` (n + 1, d_s + 1): the
-    forward rows; ``beta``, ``betaM`` (d_s + 1,); ``steps`` (n, 3) int64: token, free, F."""
+def _config_chain(head, owner, rep, configs, omega):
+    """One head (:class:`HeadTerms`): for every configuration ``z = configs[i]`` and every node
+    of the lambda rule, the chain over the tokens left (single words free, repeated words fixed
+    by ``z``), forward then backward. Returns ``tot`` (n_configs,), ``tot[i] = sum_l wts[l]
+    sum_c omega[i, c] E_c[M exp(-lambda_l (N - g0))]``, and ``ont`` (n_configs, n), for a single
+    word's token ``t`` the part of ``tot[i]`` from the sets that keep ``t``. Its work arrays:
+    ``EE`` (n, n + 2), ``HH`` (n, n + 2): one node's ``exp(-lambda G)`` and the numerator terms
+    by (token, position); ``alpha``, ``mu`` (n + 1, d_s + 1): the forward rows; ``beta``,
+    ``betaM`` (d_s + 1,); ``steps`` (n, 3) int64: token, free, F."""
+    ea, cw, eb, ebr, h0, lam, wts = (head.ea, head.cw, head.eb, head.ebr, head.h0, head.lam,
+                                     head.wts)
     n = ea.shape[0]
+    C, ds = configs.shape[0], omega.shape[1] - 1
+    tot, ont = np.zeros(C), np.zeros((C, n))
+    EE, HH = np.zeros((n, n + 2)), np.zeros((n, n + 2))
+    alpha, mu = np.zeros((n + 1, ds + 1)), np.zeros((n + 1, ds + 1))
+    beta, betaM = np.zeros(ds + 1), np.zeros(ds + 1)
+    steps = np.zeros((n, 3), dtype=np.int64)
     for t in range(n):
         for q in range(1, t + 2):
             HH[t, q] = ea[t] * (eb[q] * cw[t] + ebr[q])
@@ -220,6 +244,7 @@ def _config_chain(ea, cw, eb, ebr, h0, lam, wts, owner, rep, configs, omega, tot
                         h = HH[t, 1 + c + Fb]
                         betaM[c] = e * (betaM[c] + h * beta[c])
                         beta[c] = e * beta[c]
+    return tot, ont
 
 
 def config_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, configs: np.ndarray,
@@ -237,7 +262,7 @@ def config_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, configs: np.
         raise ValueError(f"configs must be a 0/1 array (n_configs, {lay.R}), one column per "
                          f"repeated word, got shape {configs.shape}")
     omega = np.ascontiguousarray(config_weights(W, lay, configs))
-    n, C, ds = tb.T - 1, configs.shape[0], lay.d_s
+    C = configs.shape[0]
     out = np.zeros((tb.n_heads, C, lay.d + 1))
     with one_blas_thread():
         for k in range(tb.n_heads):
@@ -246,12 +271,9 @@ def config_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, configs: np.
             c = 0.0 if shift is None else float(shift[k])
             # f - c = (h0 - c g0 + sum (h - c g)) / N: the value weights move by -c
             cw, h0 = tm["cw"] - c, float(tm["h0"]) - c * float(tm["g0"])
-            tot, ont = np.zeros(C), np.zeros((C, n))
-            _config_chain(tm["ea"], cw, tm["eb"], tm["ebr"], h0, rule.lam,
-                          rule.with_offset(tm["g0"]), lay.owner, lay.rep, configs, omega, tot,
-                          ont, np.zeros((n, n + 2)), np.zeros((n, n + 2)),
-                          np.zeros((n + 1, ds + 1)), np.zeros((n + 1, ds + 1)),
-                          np.zeros(ds + 1), np.zeros(ds + 1), np.zeros((n, 3), dtype=np.int64))
+            head = HeadTerms(tm["ea"], cw, tm["eb"], tm["ebr"], h0, rule.lam,
+                             rule.with_offset(tm["g0"]))
+            tot, ont = _config_chain(head, lay.owner, lay.rep, configs, omega)
             o = out[k]
             o[:, 0] = tot
             o[:, 1 + lay.single] = ont[:, lay.single_token]

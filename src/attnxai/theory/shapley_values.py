@@ -83,7 +83,7 @@ from .. import validate
 from ..model.single_layer import AttentionClassifier
 from ..model.textmodel import Pretrained
 from ..threads import one_blas_thread
-from .deletion_routes import (BINOMIAL_ERRORS, DEFAULT_BUDGET, DEFAULT_TOL, binomial_error_text,
+from .deletion_routes import (BINOMIAL_ERRORS, SamplingSettings, binomial_error_text,
                               deletion_values, exact_cost, sampled_cost_text, size_weights)
 from .lime_chain import chain_profile, chain_sums, replace_terms
 from .lime_binomial import binomial_effects
@@ -134,7 +134,7 @@ class _Game:
     removal: str
     positions: str
     distinct: bool
-    route: dict = field(default_factory=dict)
+    sampling: SamplingSettings
 
     @property
     def repeats(self) -> bool:
@@ -145,18 +145,19 @@ class _Game:
     def values(self, value: str, **kw) -> np.ndarray:
         """(K, ...) heads of :func:`~attnxai.theory.deletion_routes.deletion_values`."""
         return deletion_values(self.tb, self.feats, value, route=self.positions,
-                               **self.route, **kw).heads
+                               sampling=self.sampling, **kw).heads
 
 
-def _game(model, ids, bow, target, features, positions, value: str, route=None) -> _Game:
+def _game(model, ids, bow, target, features, positions, value: str,
+          sampling: SamplingSettings | None) -> _Game:
+    sampling = SamplingSettings.of(sampling)
     model, arr, feats = resolve(model, ids, bow, features)
     removal = "delete" if validate.bow(bow) else "replace"
     distinct = all(np.asarray(f).size == 1 for f in feats)
-    route = dict(route or {})
     if positions is None:
         positions = "exact"
-        if removal == "delete" and not distinct and exact_cost(feats, arr.size) > route.get(
-                "budget", DEFAULT_BUDGET):
+        if removal == "delete" and not distinct and exact_cost(feats, arr.size) > \
+                sampling.budget:
             positions = "binomial"
             _warn_binomial(value)
     validate.choice(positions, "positions", GAME_POSITIONS)
@@ -167,7 +168,7 @@ def _game(model, ids, bow, target, features, positions, value: str, route=None) 
     if removal == "delete" and model.padding == "unk":
         raise NotImplementedError("deletion with padding='unk' (the authors' UNK padding) moves "
                                   "the padding too; use bow=False or a masked model")
-    return _Game(tables(model, arr, target), feats, removal, positions, distinct, route)
+    return _Game(tables(model, arr, target), feats, removal, positions, distinct, sampling)
 
 
 def _warn_binomial(value: str) -> None:
@@ -293,12 +294,10 @@ def _defaults(g: _Game, method, n_nodes, ksub):
 def shapley_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
                   target: int = 1, features=None, positions: str | None = None,
                   method: str | None = None, n_nodes: int | None = None, ksub: int | None = None,
-                  tol: float = DEFAULT_TOL, budget: float = DEFAULT_BUDGET,
-                  seed: int = 0) -> np.ndarray:
+                  sampling: SamplingSettings | None = None) -> np.ndarray:
     """:func:`shapley` of each head's own output: (K, d); their mean over heads is
     :func:`shapley` (the Shapley value is linear in the game)."""
-    g = _game(model, ids, bow, target, features, positions, "Shapley",
-              {"tol": tol, "budget": budget, "seed": seed})
+    g = _game(model, ids, bow, target, features, positions, "Shapley", sampling)
     method, n_nodes, ksub = _defaults(g, method, n_nodes, ksub)
     if g.repeats:
         return g.values("shapley", ksub=ksub)
@@ -311,8 +310,8 @@ def shapley_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = T
 
 def shapley(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, target: int = 1,
             features=None, positions: str | None = None, method: str | None = None,
-            n_nodes: int | None = None, ksub: int | None = None, tol: float = DEFAULT_TOL,
-            budget: float = DEFAULT_BUDGET, seed: int = 0) -> np.ndarray:
+            n_nodes: int | None = None, ksub: int | None = None,
+            sampling: SamplingSettings | None = None) -> np.ndarray:
     """The Shapley values of lime's features for the logit ``target``: (d,) float64.
 
     Inputs as :func:`attnxai.theory.lime_limit`: ``shapley(pre, text)`` (a text in
@@ -323,22 +322,23 @@ def shapley(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, t
 
     ``method``: ``"chain"`` (exact in ``p``) or ``"gauss"`` (``n_nodes`` Gauss-Legendre nodes in
     ``p``); ``positions`` (deletion): ``"exact"`` or ``"binomial"``; ``ksub``: the lambda rule's
-    steps per octave. Defaults and their measured errors
+    steps per octave; ``sampling`` (:class:`~attnxai.theory.deletion_routes.SamplingSettings`,
+    None: the defaults): deletion's budget for the exact route with a repeated word and the
+    sampled route's ``tol`` and ``seed``. Defaults and their measured errors
     in the module docstring. ``sum(phi) = v(all) - v(empty)`` (the efficiency axiom): by
     construction with the chain, to the quadrature's error with Gauss.
     """
     return shapley_heads(model, ids, bow=bow, target=target, features=features,
                          positions=positions, method=method, n_nodes=n_nodes,
-                         ksub=ksub, tol=tol, budget=budget, seed=seed).mean(axis=0)
+                         ksub=ksub, sampling=sampling).mean(axis=0)
 
 
 def banzhaf_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True,
                   target: int = 1, features=None, positions: str | None = None,
-                  ksub: int | None = None, tol: float = DEFAULT_TOL,
-                  budget: float = DEFAULT_BUDGET, seed: int = 0) -> np.ndarray:
+                  ksub: int | None = None,
+                  sampling: SamplingSettings | None = None) -> np.ndarray:
     """:func:`banzhaf` of each head's own output: (K, d)."""
-    g = _game(model, ids, bow, target, features, positions, "Banzhaf",
-              {"tol": tol, "budget": budget, "seed": seed})
+    g = _game(model, ids, bow, target, features, positions, "Banzhaf", sampling)
     _, _, ksub = _defaults(g, "gauss", 1, ksub)
     if g.repeats:
         return g.values("effects", p=0.5, ksub=ksub)[:, 1:]
@@ -348,13 +348,11 @@ def banzhaf_heads(model: AttentionClassifier | Pretrained, ids, *, bow: bool = T
 
 def banzhaf(model: AttentionClassifier | Pretrained, ids, *, bow: bool = True, target: int = 1,
             features=None, positions: str | None = None, ksub: int | None = None,
-            tol: float = DEFAULT_TOL, budget: float = DEFAULT_BUDGET,
-            seed: int = 0) -> np.ndarray:
+            sampling: SamplingSettings | None = None) -> np.ndarray:
     """The Banzhaf values ``delta_j(1/2)`` of lime's features: (d,) float64 (inputs, settings
     and routes as :func:`shapley`)."""
     return banzhaf_heads(model, ids, bow=bow, target=target, features=features,
-                         positions=positions, ksub=ksub, tol=tol, budget=budget,
-                         seed=seed).mean(axis=0)
+                         positions=positions, ksub=ksub, sampling=sampling).mean(axis=0)
 
 
 @dataclass
@@ -373,14 +371,13 @@ class Curves:
 
 def effect_curves(model: AttentionClassifier | Pretrained, ids, p, *, bow: bool = True,
                   target: int = 1, features=None, positions: str | None = None,
-                  ksub: int | None = None, tol: float = DEFAULT_TOL,
-                  budget: float = DEFAULT_BUDGET, seed: int = 0) -> Curves:
+                  ksub: int | None = None,
+                  sampling: SamplingSettings | None = None) -> Curves:
     """``delta_j(p) = E[v | z_j = 1] - E[v | z_j = 0]`` and ``E[v]`` at the kept fractions ``p``
     (every feature kept independently with probability ``p``; inputs and settings as
     :func:`shapley`): the curve whose integral is the Shapley value, whose value at 1/2 is the
     Banzhaf value and whose lime-weighted, centred average is LIME's limit."""
-    g = _game(model, ids, bow, target, features, positions, "curves",
-              {"tol": tol, "budget": budget, "seed": seed})
+    g = _game(model, ids, bow, target, features, positions, "curves", sampling)
     _, _, ksub = _defaults(g, "gauss", 1, ksub)
     p = np.atleast_1d(np.asarray(p, dtype=float))
     if p.ndim != 1 or p.size == 0 or np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):

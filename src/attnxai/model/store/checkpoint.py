@@ -4,7 +4,8 @@ JSON; never pickle).
 A checkpoint is a folder::
 
     model.safetensors   the weights W_e, W_q, W_k, W_v, W_l
-    config.json         the training configuration (TrainConfig) and the model's constructor args
+    config.json         the training configuration (TrainConfig) and the model's configuration
+                        (its ModelConfig's to_dict, under "model")
     vocab.json          the vocabulary (words after the specials)
     metrics.json        accuracies, timings, per-epoch history
     manifest.json       sha256 and size of the four files above, the vocabulary size and the

@@ -16,6 +16,7 @@ from safetensors.torch import load as load_safetensors
 from ...store import files as _files
 from ...store.files import sha256 as _sha256
 from ...text import Vocab
+from ..interface import ClassifierBase
 from ..textmodel import Pretrained
 from .cache import rebuild_hint
 from .manifest import (CONTENT_FILES, MANIFEST, MODEL_CLASSES, CheckpointError, config_sha256,
@@ -107,6 +108,13 @@ def verify_files(path: Path, files: dict[str, bytes]) -> tuple[dict, Vocab, dict
 MAX_DIMENSION = 1 << 24
 
 
+def _model(arch: str, section: dict) -> ClassifierBase:
+    """The untrained model of a ``"model"`` section of config.json (its class's
+    :meth:`~attnxai.model.config.ModelConfig.from_dict`)."""
+    cls = MODEL_CLASSES[arch]
+    return cls(cls.config_class.from_dict(section))
+
+
 def _check_shapes(path: Path, arch: str, args: dict, state: dict, profile: str | None) -> None:
     """Refuse, before the model allocates anything, a config whose sizes are not sane (each a
     whole number within :data:`MAX_DIMENSION`) or whose weights' shapes (built on torch's
@@ -119,7 +127,7 @@ def _check_shapes(path: Path, arch: str, args: dict, state: dict, profile: str |
                               f"{MAX_DIMENSION})"], profile)
     try:
         with torch.device("meta"):
-            wanted = {k: tuple(v.shape) for k, v in MODEL_CLASSES[arch](**args).state_dict().items()}
+            wanted = {k: tuple(v.shape) for k, v in _model(arch, args).state_dict().items()}
     except (TypeError, ValueError, RuntimeError) as exc:
         raise damaged(path, [f"config.json's model section is not valid for {arch} "
                               f"({str(exc)[:200]})"], profile) from None
@@ -141,7 +149,7 @@ def build_model(path: Path, config: dict, vocab: Vocab, metrics: dict, state: di
     profile = (config.get("train") or {}).get("profile")
     _check_shapes(path, arch, config["model"], state, profile)
     try:
-        model = MODEL_CLASSES[arch](**config["model"])
+        model = _model(arch, config["model"])
     except (TypeError, ValueError, RuntimeError) as exc:
         raise damaged(path, [f"config.json's model section is not valid for {arch} ({exc})"],
                        profile) from None
