@@ -46,21 +46,32 @@ def imdb(archive):
     return load_imdb(archive)
 
 
+@pytest.fixture(scope="session")
+def quick_model(imdb):
+    """The quick profile's trained model (float32), trained once and cached: what
+    ``pretrained("quick")`` and the studies' ``profile="quick"`` load."""
+    from attnxai import pretrained
+
+    return pretrained("quick", progress=False)
+
+
 def quick_test_seed() -> int:
-    """The seed of the tests' quick model: one more than the quick profile's own (the profile table,
-    not ``ATTNXAI_SEED``). The test build of the book, its browser and PDF checks and every test
-    of a trained model use this one model, so that the chapters run, their assertions included,
-    on weights other than those of the paper's model (``make book``) and of the quick model a
-    reader falls back to: an assertion that holds for one set of trained weights only (another CPU
-    trains other weights from the same seed, book/reproducibility.md) fails on one of them."""
+    """The seed of the model the book's test build runs on: one more than the quick profile's own
+    (the profile table, not ``ATTNXAI_SEED``). So every chapter runs, its assertions included, on
+    weights other than those of the paper's model (``make book``) and of the quick model (what a
+    reader falls back to, and the package's tests use): an assertion that holds for one set of
+    trained weights only (another CPU trains other weights from the same seed,
+    book/reproducibility.md) fails on one of them."""
     from attnxai.model.profiles import PROFILES
 
     return PROFILES["quick"].seed + 1
 
 
 @pytest.fixture(scope="session")
-def quick_model(imdb):
-    """The tests' quick model (float32, seed :func:`quick_test_seed`), trained once and cached."""
+def book_model(imdb):
+    """The model of the book's test build (tests/booksite.py): the quick profile trained from
+    :func:`quick_test_seed`, trained once and cached. The tests that read the built site compare
+    it with this model."""
     from attnxai import pretrained
     from attnxai.model.profiles import get_config
 

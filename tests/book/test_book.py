@@ -14,7 +14,7 @@ pytestmark = pytest.mark.xdist_group("book")
 
 
 @pytest.mark.slow
-def test_book_builds_on_quick_profile(quick_model):
+def test_book_builds_on_quick_profile(book_model):
     try:
         html, _, _ = build_site()
     except BuildFailed as exc:
@@ -36,7 +36,7 @@ def _site_files(html):
 
 
 @pytest.mark.slow
-def test_no_folder_of_the_building_machine_reaches_a_reader(quick_model):
+def test_no_folder_of_the_building_machine_reaches_a_reader(book_model):
     """No page, downloadable notebook or source shows an absolute path of the machine that built
     the book (its checkout, the model cache, the home folder): a reader's machine has other
     folders (the launch cell names the cache relative to the chapter)."""
@@ -60,7 +60,7 @@ def test_no_folder_of_the_building_machine_reaches_a_reader(quick_model):
 
 
 @pytest.mark.slow
-def test_sympy_symbols_are_readable(quick_model):
+def test_sympy_symbols_are_readable(book_model):
     """SymPy output shows symbols a reader can read: no label turned into a subscript
     (\\alpha_{0 = \\E[\\pi]}) and no argument into one (\\delta_{j(p)})."""
     import re
@@ -78,7 +78,7 @@ def test_sympy_symbols_are_readable(quick_model):
 
 
 @pytest.mark.slow
-def test_every_figure_reads_in_greyscale(quick_model):
+def test_every_figure_reads_in_greyscale(book_model):
     """Printed in grey, every line plot of the book can still be read: each figure a chapter
     displays went through plots.setup()'s display hook, which records in the image's metadata
     the legend keys that print the same in grey (plots.grey_twins: same line style, same marker,
@@ -126,7 +126,7 @@ def test_every_figure_reads_in_greyscale(quick_model):
         "marker: seaborn's style=, or the book's line cycle):\n" + "\n".join(twins)
 
 
-def test_student_site_has_no_solutions(quick_model):
+def test_student_site_has_no_solutions(book_model):
     """The student edition (`make student`'s site): every exercise, no solution, neither on the
     pages nor in the downloadable sources; it reuses the test build's executed chapters."""
     import os
@@ -181,7 +181,7 @@ def test_student_site_has_no_solutions(quick_model):
     assert not leaks, f"the student edition says where the solutions are: {leaks}"
 
 
-def test_student_launch_buttons_open_the_student_branch(quick_model):
+def test_student_launch_buttons_open_the_student_branch(book_model):
     """With a repository named, the student edition's Binder and Colab buttons open the student
     branch's solution-free notebook of the chapter (a few pages, booksite.REPOSITORY_PAGES)."""
     from booksite import REPOSITORY_PAGES, build_repository_site
@@ -304,7 +304,7 @@ PRINTABLE = {"text/latex", "text/markdown", "image/png", "image/jpeg", "applicat
 
 
 @pytest.mark.slow
-def test_every_rich_output_has_a_form_the_pdf_can_print(quick_model):
+def test_every_rich_output_has_a_form_the_pdf_can_print(book_model):
     """An output that the site shows as HTML needs a LaTeX (or image) form too, or the PDF
     prints its Python repr (README.md, chapter conventions 9). Read in the executed chapters of
     the test build, so it holds where TeX is not installed too (tests/book/test_pdf.py reads the PDF

@@ -259,7 +259,7 @@ JS_SHOWN_TEXT = """() => {
 
 # ---------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def site(quick_model) -> Path:
+def site(book_model) -> Path:
     try:
         html, _, _ = build_site()
     except BuildFailed as exc:
@@ -283,7 +283,7 @@ def server(site):
 
 
 @pytest.fixture(scope="module")
-def repository_site(quick_model) -> Path:
+def repository_site(book_model) -> Path:
     """A few pages built for TEST_REPOSITORY (tests/booksite.py), as the deploy workflow builds
     for $GITHUB_REPOSITORY."""
     try:

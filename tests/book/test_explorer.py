@@ -104,13 +104,13 @@ def module_server(module_folder):
 
 
 # ---------------------------------------------------------------- reading a text
-def test_reading_matches_the_package_on_every_test_review(imdb, quick_model, module_folder,
+def test_reading_matches_the_package_on_every_test_review(imdb, book_model, module_folder,
                                                           module_server, browser):  # noqa: F811
     """core.js reads each of the 25,000 test reviews as attnxai does: the tokens of
     normalize_for_lime cut to the model's 255, the vocabulary's ids (UNK for unknown words, and
     for 'unk'), the count of tokens cut, the unknown words and the characters dropped."""
-    meta = explorer.export(quick_model, module_folder / "quick")
-    vocab, limit = quick_model.vocab, quick_model.model.max_len - 1
+    meta = explorer.export(book_model, module_folder / "quick")
+    vocab, limit = book_model.vocab, book_model.model.max_len - 1
     row_word = ["[CLS]", "UNK"] + meta["words"]
     texts = [r.text for r in imdb.test]
     assert len(texts) == 25_000
@@ -179,8 +179,8 @@ def explore_url(site, server) -> str:
 
 
 @pytest.fixture(scope="module")
-def exported(quick_model):
-    return explorer.projected_model(quick_model)
+def exported(book_model):
+    return explorer.projected_model(book_model)
 
 
 class Explore:
@@ -355,7 +355,7 @@ def test_typing_is_debounced_and_works_offline(imdb, exported, explore_url, site
     assert weight <= 15e6, f"the explorer's files weigh {weight / 1e6:.1f} MB"
 
 
-def test_keyboard_labels_announcements_and_copy(quick_model, explore_url, browser):  # noqa: F811
+def test_keyboard_labels_announcements_and_copy(book_model, explore_url, browser):  # noqa: F811
     """Keyboard only: Tab reaches the text box, typing explains, the arrow keys choose the shaded
     method, Tab and Enter switch to the table and copy the JSON; every control has a label; the
     status region (aria-live) announces the prediction and the strongest tokens as text; the
@@ -402,8 +402,8 @@ def test_keyboard_labels_announcements_and_copy(quick_model, explore_url, browse
     copied = json.loads(p.evaluate("navigator.clipboard.readText()"))
     assert copied["tokens"] == "a dull film with a wonderful cast".split()
     assert set(copied["token_scores"]) == {m.label for m in explorer.METHODS}
-    info = describe(quick_model)
-    assert copied["model"] == info["model"] == quick_model.path.name
+    info = describe(book_model)
+    assert copied["model"] == info["model"] == book_model.path.name
     assert copied["weights_sha256"] == info["fingerprint"]["weights_sha256"]
     details = page.root.locator("details.ax-model")
     details.locator("summary").focus()
@@ -471,7 +471,7 @@ def test_compact_explorers_in_the_chapters(site, server, exported, browser):  # 
         ctx.close()
 
 
-def test_student_edition_and_latex_leave_the_explorer_out(quick_model, site):
+def test_student_edition_and_latex_leave_the_explorer_out(book_model, site):
     """The student edition's Explore page has no explorer (and nothing exported) and says where it
     is; the LaTeX of the PDF says where it is too and holds no HTML of it."""
     toc = OUT.parent / "explore-toc.yml"

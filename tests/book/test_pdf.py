@@ -19,7 +19,7 @@ TOOLS = ("xelatex", "latexmk", "pdftoppm", "pdftotext", "pdfinfo")
 
 
 @pytest.mark.slow
-def test_the_pdf_reads_well_on_paper(quick_model):
+def test_the_pdf_reads_well_on_paper(book_model):
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
         pytest.skip(f"the PDF check needs {', '.join(missing)}: Debian's TeX packages and "

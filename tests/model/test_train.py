@@ -10,7 +10,6 @@ import torch
 from attnxai import Pretrained
 from attnxai.model.store import checkpoint
 from attnxai.model.store.checkpoint import load, save
-from conftest import quick_test_seed
 from attnxai.data import IMDb
 from attnxai.model.profiles import get_config, recipe
 from attnxai.model.train import train
@@ -149,8 +148,7 @@ def test_unknown_profile():
 
 def test_quick_profile_is_cached_and_learns(quick_model):
     assert quick_model.metrics["test_accuracy"] > 0.6
-    again = pretrained(get_config("quick", seed=quick_test_seed()), progress=False,
-                       train_if_missing=False)
+    again = pretrained("quick", progress=False, train_if_missing=False)
     assert again.path == quick_model.path
 
 
