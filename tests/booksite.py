@@ -81,8 +81,6 @@ def book_env(**extra) -> dict:
     return {**env, "ATTNXAI_PROFILE": "quick", "ATTNXAI_SEED": str(quick_test_seed()), **extra}
 
 
-_env = book_env
-
 
 def execution_cache(env: dict, build: Path = OUT) -> Path:
     """The execution cache a build of ``build`` (a ``--path-output``) in environment ``env`` uses:
@@ -135,7 +133,7 @@ def build_site() -> tuple[Path, str, float]:
     given = os.environ.get("ATTNXAI_TEST_SITE")
     if given:
         return Path(given), f"(using the site at {given}, not built)", 0.0
-    return once_per_run(OUT, lambda: _build(OUT, TOC, _env()))
+    return once_per_run(OUT, lambda: _build(OUT, TOC, book_env()))
 
 
 @functools.lru_cache(maxsize=2)
@@ -159,5 +157,5 @@ def build_repository_site(edition: str = "instructor") -> tuple[Path, str, float
     # Its checks read buttons, links and launch cells, not outputs: no chapter runs
     # (the launch cell for a repository is code no other build executes).
     return once_per_run(out, lambda: _build(
-        out, toc, _env(ATTNXAI_REPOSITORY=TEST_REPOSITORY, ATTNXAI_EDITION=edition,
+        out, toc, book_env(ATTNXAI_REPOSITORY=TEST_REPOSITORY, ATTNXAI_EDITION=edition,
                        ATTNXAI_EXECUTE="off"), strict=False))

@@ -116,6 +116,16 @@ def _first_rows(out: Path) -> str:
     return store.content_digest(df[df["rank"] < 4])
 
 
+def _wait_while_running(proc: subprocess.Popen, ready, what: str, seconds: float = 120) -> None:
+    """Poll ``ready()`` until it is true; fail with ``proc``'s error output if it ends first, or
+    with ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        assert time.monotonic() < deadline, f"{what} in {seconds:.0f} s"
+        time.sleep(0.05)
+
+
 # ---------------------------------------------------------------- local processes
 def test_kill_9_of_a_jobs_2_run_kills_its_workers_and_jobs_2_resumes_to_the_same_bits(
         reference, tmp_path):
@@ -127,11 +137,7 @@ def test_kill_9_of_a_jobs_2_run_kills_its_workers_and_jobs_2_resumes_to_the_same
     proc = subprocess.Popen([sys.executable, "-m", "attnxai", *longer, "--jobs", "2", "--out",
                              str(out)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not store.parts(out):                          # the workers are computing
-            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-            assert time.monotonic() < deadline, "no part written in 120 s"
-            time.sleep(0.05)
+        _wait_while_running(proc, lambda: store.parts(out), "no part written")  # computing
         workers = psutil.Process(proc.pid).children(recursive=True)
         assert len([p for p in workers if "spawn_main" in " ".join(p.cmdline())]) == 2
     finally:
@@ -210,11 +216,8 @@ def test_stopping_the_client_leaves_nothing_running_and_the_folder_resumes(
                              "--scheduler", cluster.scheduler_address],
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not client.run_on_scheduler(_our_tasks):          # its chunks are waiting
-            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-            assert time.monotonic() < deadline, "no chunk submitted in 120 s"
-            time.sleep(0.05)
+        _wait_while_running(proc, lambda: client.run_on_scheduler(_our_tasks),
+                            "no chunk submitted")                # its chunks are waiting
         children = psutil.Process(proc.pid).children(recursive=True)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
