@@ -74,10 +74,10 @@ import-linter's contracts from ``pyproject.toml``, one for the top level and one
     store/ | native | budget | shading
                                  what is written, downloaded, recorded | the numba decorator |
                                  memory budgets | tokens shaded by weight (Figure 1, HTML, LaTeX)
-        store/: results/, files | download | provenance | repository
-                                 the store of results (the studies' results folders) above
-                                 atomic writes | bounded downloads | commit, version, host |
-                                 the book's repository
+        store/: results/ | reviews, files | download | provenance | repository
+                                 the store of results (the studies' results folders) | IMDb
+                                 parsed once, above atomic writes | bounded downloads | commit,
+                                 version, host | the book's repository
         store/results/: folder, parts, runlog, layout
                                  the results folder (held, adopted, loaded), its parquet parts
                                  (verified), its run log, the names of its files

@@ -1,6 +1,7 @@
 """IMDb (Large Movie Review Dataset v1.0): download, verification, reading, the paper's split.
 
-The archive is never extracted: reviews are streamed straight out of the ``.tar.gz``.
+The archive is never extracted: reviews are streamed straight out of the ``.tar.gz`` once, and
+kept in the cache as arrays (:mod:`attnxai.store.reviews`), which later loads read instead.
 
 Where the archive comes from, in order of precedence:
 
@@ -243,6 +244,33 @@ def read_archive(path: str | os.PathLike) -> dict[str, list[Review]]:
     return {k: [r for _, r in sorted(v, key=lambda p: p[0])] for k, v in out.items()}
 
 
+def read_reviews(path: str | os.PathLike, checksum: str) -> dict[str, list[Review]]:
+    """:func:`read_archive`'s reviews of the archive at ``path`` (sha256 ``checksum``), from the
+    cache's parsed copy when it has a usable one (:mod:`attnxai.store.reviews`); else read from
+    the archive, and the copy written for the next process (unless the cache cannot be written:
+    then the next process reads the archive too)."""
+    from .store import reviews
+
+    try:
+        copy: Path | None = reviews.copy_path(cache_dir() / "data", checksum)
+    except CacheError:
+        copy = None
+    rows = None if copy is None else reviews.load(copy)
+    if rows is None:
+        parts = read_archive(path)
+        if copy is not None:
+            try:
+                reviews.save(copy, [(r.text, r.label, r.rating, r.id, r.split)
+                                    for split in reviews.SPLITS for r in parts[split]])
+            except OSError:
+                pass
+        return parts
+    out: dict[str, list[Review]] = {split: [] for split in reviews.SPLITS}
+    for text, label, rating, rid, split in rows:
+        out[split].append(Review(text, label, rating, rid, split))
+    return out
+
+
 @dataclass
 class IMDb:
     """The paper's three splits; ``checksum`` identifies the archive (used in cache keys)."""
@@ -271,12 +299,13 @@ def load_imdb(archive: str | os.PathLike | None = None, *, seed: int = SPLIT_SEE
     key = (str(path.resolve()), seed)
     if key in _CACHE:
         return _CACHE[key]
-    parts = read_archive(path)
+    checksum = file_sha256(path)
+    parts = read_reviews(path, checksum)
     train_all = parts["train"]
     perm = np.random.default_rng(seed).permutation(len(train_all))
     n_valid = len(train_all) * N_VALID // (N_TRAIN + N_VALID)
     valid = [train_all[i] for i in perm[:n_valid]]
     train = [train_all[i] for i in perm[n_valid:]]
-    data = IMDb(train, valid, parts["test"], checksum=file_sha256(path))
+    data = IMDb(train, valid, parts["test"], checksum=checksum)
     _CACHE[key] = data
     return data

@@ -114,3 +114,91 @@ def test_download_checks_md5(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []                         # nothing kept
     monkeypatch.setattr(data, "IMDB_MD5", hashlib.md5(b"an archive").hexdigest())
     assert data.download_imdb(tmp_path).read_bytes() == b"an archive"
+
+
+# ---------------------------------------------------------------- the parsed copy in the cache
+def test_the_parsed_copy_gives_the_archives_reviews(tmp_path, monkeypatch, archive):
+    """The first load reads the archive and writes the copy; a later process (the memo cleared)
+    reads the copy alone (the archive's reader broken) and gets the same split, review for
+    review: text, label, rating, id and folder."""
+    from attnxai.store import reviews
+
+    monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path))
+    data._CACHE.clear()
+    first = load_imdb(archive)
+    copy = reviews.copy_path(tmp_path / "data", first.checksum)
+    assert copy.is_file()
+    data._CACHE.clear()
+
+    def no_archive(path):
+        raise AssertionError("the archive was read although the cache holds its copy")
+
+    monkeypatch.setattr(data, "read_archive", no_archive)
+    again = load_imdb(archive)
+    for split in ("train", "valid", "test"):
+        assert getattr(again, split) == getattr(first, split), split
+    assert again.checksum == first.checksum
+    data._CACHE.clear()
+
+
+def _small_archive(path):
+    _make_archive(path, {
+        "aclImdb/train/pos/1_9.txt": "good \u00e9t\u00e9 \u2014 fine", "aclImdb/train/neg/2_1.txt": "bad",
+        "aclImdb/test/pos/3_8.txt": "fine", "aclImdb/test/neg/4_2.txt": "awful \u4e2d",
+    })
+    return path
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "offsets past the text",
+                                    "a split out of range", "not utf-8", "a missing array"])
+def test_a_damaged_copy_is_read_again_from_the_archive(tmp_path, monkeypatch, damage):
+    """A copy that cannot be read or does not hold what it promises is not used: the reviews
+    come from the archive (the same as read_archive's) and the copy is written again."""
+    import numpy as np
+
+    from attnxai.store import reviews
+
+    small = _small_archive(tmp_path / "small.tar.gz")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNXAI_CACHE", str(cache))
+    checksum = data.file_sha256(small)
+    truth = read_archive(small)
+    assert data.read_reviews(small, checksum) == truth
+    copy = reviews.copy_path(cache / "data", checksum)
+    good = copy.read_bytes()
+    with np.load(copy) as z:
+        arrays = {k: z[k] for k in z.files}
+    if damage == "garbage":
+        copy.write_bytes(b"not an npz")
+    elif damage == "truncated":
+        copy.write_bytes(good[: len(good) // 2])
+    else:
+        if damage == "offsets past the text":
+            arrays["offsets"][-1] += 5
+        elif damage == "a split out of range":
+            arrays["split"][0] = 2
+        elif damage == "not utf-8":
+            arrays["text"] = arrays["text"].copy()
+            arrays["text"][0] = 0xFF
+        else:
+            del arrays["rating"]
+        with open(copy, "wb") as fh:
+            np.savez(fh, **arrays)
+    assert reviews.load(copy) is None
+    assert data.read_reviews(small, checksum) == truth
+    assert reviews.load(copy) is not None and copy.read_bytes() == good
+
+
+def test_a_read_only_cache_still_loads(tmp_path, monkeypatch):
+    """Where the copy cannot be written, the reviews still come from the archive."""
+    from attnxai.store import reviews
+
+    small = _small_archive(tmp_path / "small.tar.gz")
+    monkeypatch.setenv("ATTNXAI_CACHE", str(tmp_path / "cache"))
+
+    def refuse(path, rows):
+        raise PermissionError(13, "read-only", str(path))
+
+    monkeypatch.setattr(reviews, "save", refuse)
+    checksum = data.file_sha256(small)
+    assert data.read_reviews(small, checksum) == read_archive(small)
