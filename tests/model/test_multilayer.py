@@ -293,6 +293,58 @@ def test_training_resumes_bit_for_bit(small_data, tmp_path, profile):
     assert met3["resumed_at"] == []
 
 
+def test_the_state_written_in_the_background_is_the_one_submitted(small_data, tmp_path,
+                                                                 monkeypatch):
+    """The state is written while the next epoch trains (StateWriter): what reaches the disk is
+    the state at submission, even when the weights and the optimiser's moments change in place
+    before the write starts (the write is held here until they have)."""
+    import threading
+
+    from attnxai.model import profiles as P
+    from attnxai.model import train as T
+    from attnxai.model import train_state as S
+
+    cfg = P.get_config("quick", **SMALL)
+    split = T.encode_split(cfg, small_data)
+    state = T.start(cfg, split, torch.device("cpu"))
+    T.train_epoch(state, cfg, split)
+    state.epoch = 1
+    before = {k: v.clone() for k, v in state.model.state_dict().items()}
+    moments = {(i, n): v.clone() for i, st in state.opt.state_dict()["state"].items()
+               for n, v in st.items() if torch.is_tensor(v)}
+    assert moments
+    go, write = threading.Event(), S._write_state
+
+    def held(*args):
+        assert go.wait(60)
+        write(*args)
+
+    monkeypatch.setattr(S, "_write_state", held)
+    writer = S.StateWriter(tmp_path / "state", cfg)
+    writer.submit(state)
+    T.train_epoch(state, cfg, split)        # changes weights and moments in place
+    assert not torch.equal(state.model.W_e, before["W_e"])
+    go.set()
+    writer.wait()
+    meta, tensors = S.load_state(tmp_path / "state", cfg)
+    assert meta["epoch"] == 1
+    for k, v in before.items():
+        assert torch.equal(tensors[f"model.{k}"], v), k
+    for (i, n), v in moments.items():
+        assert torch.equal(tensors[f"opt.{i}.{n}"], v), (i, n)
+
+
+def test_a_failed_background_write_is_raised(small_data, tmp_path):
+    from attnxai.model import profiles as P
+    from attnxai.model import train as T
+
+    cfg = P.get_config("quick", **SMALL)
+    blocker = tmp_path / "state"
+    blocker.write_text("a file where the state's folder goes")
+    with pytest.raises(OSError):
+        T.train(cfg, small_data, progress=False, state_dir=blocker)
+
+
 def test_screen_is_the_first_epoch_of_the_full_run(small_data):
     from attnxai.model import profiles as P
     from attnxai.model import train as T

@@ -43,7 +43,7 @@ from .profiles import TrainConfig, recipe
 from ..store.provenance import cpu, loadavg, source_state, weights_sha256
 from ..text import Vocab, tokenize
 from ..threads import single_threaded
-from .train_state import TrainState, resume, save_state
+from .train_state import StateWriter, TrainState, resume
 
 __all__ = ["EncodedSplit", "accuracy", "batch_loss", "bucketed_batches", "build_model",
            "encode_reviews", "encode_split", "final_metrics", "fingerprint", "lr_factor",
@@ -364,17 +364,24 @@ def _train(config: TrainConfig, data: IMDb | None, *, progress: bool,
     if state_dir is not None and resume(state, config, state_dir, device) and progress:
         progress_write(f"resuming after epoch {state.epoch} (state in {state_dir})")
     stop = config.epochs if r["stop_after"] is None else int(r["stop_after"])
-    while state.epoch < stop:
-        t_epoch = time.perf_counter()
-        stats = train_epoch(state, config, split, progress=progress,
-                            desc=f"epoch {state.epoch + 1}/{stop}")
-        val = _record_epoch(state, split, stats, time.perf_counter() - t_epoch)
-        if progress:
-            progress_write(f"epoch {state.epoch}: train loss {stats['train_loss']:.4f}, validation "
-                       f"accuracy {val:.4f}")
-        if state_dir is not None:
-            save_state(state_dir, state, config)
-        if on_epoch is not None:
-            on_epoch(state.epoch)
+    writer = None if state_dir is None else StateWriter(state_dir, config)
+    try:
+        while state.epoch < stop:
+            t_epoch = time.perf_counter()
+            stats = train_epoch(state, config, split, progress=progress,
+                                desc=f"epoch {state.epoch + 1}/{stop}")
+            val = _record_epoch(state, split, stats, time.perf_counter() - t_epoch)
+            if progress:
+                progress_write(f"epoch {state.epoch}: train loss {stats['train_loss']:.4f}, "
+                               f"validation accuracy {val:.4f}")
+            if writer is not None:
+                writer.submit(state)          # written while the next epoch trains
+            if on_epoch is not None:
+                if writer is not None:
+                    writer.wait()             # on_epoch is called once the state is on disk
+                on_epoch(state.epoch)
+    finally:
+        if writer is not None:
+            writer.wait()
     metrics = final_metrics(state, config, split, device, started)
     return state.model.cpu(), split.vocab, metrics
