@@ -469,3 +469,28 @@ def test_projections_follow_the_weights(reviews):
     assert not np.allclose(changed.coef, before.coef)
     pre.model.load_state_dict(saved)
     assert np.array_equal(L.explain_instance(pre, text, **kw).coef, before.coef)
+
+
+@pytest.mark.parametrize("text", [
+    "the movie, the plot; and THE end. the",
+    "  leading spaces, trailing punctuation!!  ",
+    "\u00e9t\u00e9 \u2014 caf\u00e9 caf\u00e9, na\u00efve: \u4e2d\u6587 words words",
+    "one",
+    "a b a b a b c",
+])
+@pytest.mark.parametrize("bow,mask_string", [(True, None), (False, None), (False, "[MASK]")])
+def test_generic_path_strings_are_limes(text, bow, mask_string):
+    """The texts the generic path classifies are lime's IndexedString.inverse_removing of every
+    mask row (row 0: the document), string for string, dropped (bow) or masked (positions)."""
+    from lime.lime_text import IndexedString
+
+    from attnxai.fastlime.problem import perturbed_strings
+
+    indexed = IndexedString(text, bow=bow, mask_string=mask_string)
+    d = indexed.num_words()
+    rng = np.random.default_rng(len(text) + d)
+    masks = rng.integers(0, 2, (300, d))
+    masks[0] = 1
+    masks[1] = 0                                  # every feature removed
+    expected = [text] + [indexed.inverse_removing(np.flatnonzero(row == 0)) for row in masks[1:]]
+    assert perturbed_strings(indexed, masks, chunk=7) == expected

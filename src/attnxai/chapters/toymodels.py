@@ -22,7 +22,8 @@ def presence_classifier(words: Sequence[str],
         raise ValueError("presence_classifier: distinct words, at least one")
 
     def classify(texts: list[str]) -> np.ndarray:
-        z = np.array([[w in t.split() for w in words] for t in texts], dtype=float)
+        z = np.array([[w in present for w in words] for present in map(set, map(str.split, texts))],
+                     dtype=float)
         out = np.asarray(score(z), dtype=float)
         if out.shape != (len(texts),):
             raise ValueError(f"presence_classifier: score gave shape {out.shape}, expected "

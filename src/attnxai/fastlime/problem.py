@@ -9,6 +9,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from .ridge import solve_moments
 from .sampling import BACKENDS, NarrowKernelWarning, draw, narrow_kernel_note, weights_by_count
 
 __all__ = ["PATHS", "Problem", "check_mask_string", "check_memory", "fast_path_reason",
-           "is_normalized", "lime_features", "sample_bytes"]
+           "is_normalized", "lime_features", "perturbed_strings", "sample_bytes"]
 
 PATHS = ("auto", "fast", "generic")
 _NORMALIZED = re.compile(r"[0-9a-z]+(?: [0-9a-z]+)*")
@@ -248,9 +249,7 @@ class Problem:
             if len(masks) and masks[0].all():
                 return y, self.tables.logits_given(y[0])
             return y, self.tables.logits
-        strings = [self.indexed.raw_string()]
-        for row in masks[1:]:
-            strings.append(self.indexed.inverse_removing(np.flatnonzero(row == 0)))
+        strings = perturbed_strings(self.indexed, masks)
         out = np.asarray(self.classifier_fn(strings))
         if out.ndim != 2 or out.shape[0] != len(strings):
             raise ValueError(f"classifier_fn must return an (n, n_classes) array for n texts; got "
@@ -291,3 +290,31 @@ class Problem:
                           path=self.path, backend=backend, reason=self.reason,
                           masks=masks if keep_data else None, labels=y if keep_data else None,
                           weights=w if keep_data else None)
+
+
+def perturbed_strings(indexed: Any, masks: np.ndarray, chunk: int = 4096) -> list[str]:
+    """The texts lime's generic path classifies: row 0 of ``masks`` (n, d) is the document
+    (``indexed.raw_string()``), row ``i`` the string ``indexed.inverse_removing(np.flatnonzero(
+    masks[i] == 0))`` of lime's ``IndexedString`` (string for string: tests/fastlime), built
+    without its two arrays and per-sample index lists. Each piece of the split text (a word, or
+    what lies between words) belongs to one feature or to none; a piece of a removed feature is
+    dropped (``bow=True``) or replaced by ``mask_string`` (``bow=False``)."""
+    pieces = list(indexed.as_list)
+    feature = np.full(len(pieces), -1, dtype=np.int64)
+    if indexed.bow:
+        for j, at in enumerate(indexed.positions):
+            feature[at] = j
+    else:
+        feature[np.asarray(indexed.positions, dtype=np.int64)] = np.arange(len(indexed.positions))
+    words_at = np.flatnonzero(feature >= 0)
+    out = [indexed.raw_string()]
+    for start in range(1, len(masks), chunk):
+        keep = np.ones((min(chunk, len(masks) - start), len(pieces)), dtype=bool)
+        keep[:, words_at] = masks[start:start + chunk][:, feature[words_at]] != 0
+        if indexed.bow:
+            out.extend("".join(compress(pieces, row)) for row in keep.tolist())
+        else:
+            mask = indexed.mask_string
+            out.extend("".join([p if k else mask for p, k in zip(pieces, row)])
+                       for row in keep.tolist())
+    return out
