@@ -18,20 +18,42 @@ export PYTHONHASHSEED := 0
 # The set-up: .venv with the versions of constraints.txt. uv (from PyPI, pinned there, installed
 # into .venv) installs them faster than pip (68 s against 244 s, warm caches: README.md,
 # benchmarks/bench_setup.py); pip does
-# it where uv cannot be installed, or with `make setup INSTALLER=pip`. PyTorch goes first, through
-# pip, from where pip is configured to take it (PIP_EXTRA_INDEX_URL for the CPU build on Linux,
-# README.md; a wheel on disk named in pip.conf): uv reads no pip configuration, and keeps the
-# torch it finds installed. Python writes a module's bytecode when it first imports it, except
-# with PYTHONDONTWRITEBYTECODE set: then uv compiles every module at install, as pip always does.
+# it where uv cannot be installed, or with `make setup INSTALLER=pip`. PyTorch goes first, from
+# where pip is configured to take it (PIP_EXTRA_INDEX_URL for the CPU build on Linux, README.md;
+# a wheel on disk named in pip.conf): uv reads no pip configuration, so UV_WITH_PIP_SOURCES hands
+# it pip's (`pip config list`: index-url, extra-index-url, find-links), and pip installs torch
+# itself if uv fails. uv then keeps the torch it finds installed. uv installs torch from its cache
+# in 2 s where pip unpacks the wheel again (52 s). Python writes a module's bytecode when it first
+# imports it, except with PYTHONDONTWRITEBYTECODE set: then uv compiles every module at install,
+# as pip always does.
 INSTALLER ?= uv
 INSTALL_SPEC := -c constraints.txt -e ".[book,test,dask]"
 UV_COMPILE := $(if $(PYTHONDONTWRITEBYTECODE),--compile-bytecode)
+define UV_WITH_PIP_SOURCES
+import os, subprocess, sys
+flags = {"index-url": "--index-url", "extra-index-url": "--extra-index-url",
+         "find-links": "--find-links"}
+listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
+                        text=True).stdout
+sources = []
+for line in listed.splitlines():
+    key, _, value = line.partition("=")
+    flag = flags.get(key.rpartition(".")[2])
+    for v in value.strip().strip("'\"").split() if flag else ():
+        if [flag, v] not in [sources[i:i + 2] for i in range(0, len(sources), 2)]:
+            sources += [flag, v]
+uv, *args = sys.argv[1:]
+os.execv(uv, [uv, "pip", "install", *sources, *args])
+endef
+export UV_WITH_PIP_SOURCES
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@if [ "$(INSTALLER)" = uv ] && $(BIN)/python -m pip install --quiet -c constraints.txt uv; then \
-	  echo "set-up with uv: torch through pip, then the rest"; \
-	  $(BIN)/python -m pip install --quiet --no-deps --no-compile -c constraints.txt torch && \
+	  echo "set-up with uv: torch from pip's sources, then the rest"; \
+	  { $(BIN)/python -c "$$UV_WITH_PIP_SOURCES" $(BIN)/uv --quiet --python $(BIN)/python \
+	      --no-deps -c constraints.txt torch || \
+	    $(BIN)/python -m pip install --quiet --no-deps --no-compile -c constraints.txt torch; } && \
 	  $(BIN)/uv pip install --quiet --python $(BIN)/python $(UV_COMPILE) $(INSTALL_SPEC); \
 	else \
 	  echo "set-up with pip$(if $(filter uv,$(INSTALLER)), (uv could not be installed))"; \

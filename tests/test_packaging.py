@@ -49,20 +49,52 @@ def _setup_recipe(tmp_path, **env):
     return [ln.strip().rstrip("\\").strip() for ln in out.splitlines()]
 
 
-def test_setup_with_uv_installs_the_pins_with_torch_from_pip(tmp_path):
-    """uv is pinned; torch is installed by pip first (pip's configured sources decide which build:
-    uv reads no pip configuration) and uv then installs the same pinned spec as the pip
-    fallback; uv compiles bytecode exactly when PYTHONDONTWRITEBYTECODE stops Python doing it."""
+def test_setup_with_uv_installs_the_pins_with_torch_from_pips_sources(tmp_path):
+    """uv is pinned; torch is installed first, by uv from pip's configured sources (they decide
+    which build: uv reads no pip configuration), by pip itself if that fails; uv then installs the
+    same pinned spec as the pip fallback; uv compiles bytecode exactly when
+    PYTHONDONTWRITEBYTECODE stops Python doing it."""
     pins = [ln for ln in (ROOT / "constraints.txt").read_text().splitlines() if ln.startswith("uv==")]
     assert len(pins) == 1
     spec = '-c constraints.txt -e ".[book,test,dask]"'
     for dont_write in ("", "1"):
         lines = _setup_recipe(tmp_path, **({"PYTHONDONTWRITEBYTECODE": "1"} if dont_write else {}))
         get_uv = next(i for i, ln in enumerate(lines) if "pip install --quiet -c constraints.txt uv" in ln)
-        torch_ = next(i for i, ln in enumerate(lines) if ln.endswith("-c constraints.txt torch &&"))
+        torch_uv = next(i for i, ln in enumerate(lines) if '"$UV_WITH_PIP_SOURCES"' in ln)
+        torch_pip = next(i for i, ln in enumerate(lines)
+                         if ln.endswith("-m pip install --quiet --no-deps --no-compile -c "
+                                        "constraints.txt torch; } &&"))
         uv = next(i for i, ln in enumerate(lines) if "/uv pip install" in ln)
         fallback = next(i for i, ln in enumerate(lines) if "-m pip install --quiet " + spec in ln)
-        assert get_uv < torch_ < uv < fallback and "--no-deps" in lines[torch_]
+        assert get_uv < torch_uv < torch_pip < uv < fallback
+        assert lines[torch_uv + 1].endswith("--no-deps -c constraints.txt torch ||")
         assert lines[uv].endswith(spec + ";")
         assert ("--compile-bytecode" in lines[uv]) == bool(dont_write)
     assert '[ "pip" = uv ]' in " ".join(_setup_recipe(tmp_path, INSTALLER="pip"))
+
+
+def test_uv_gets_pips_sources(tmp_path):
+    """UV_WITH_PIP_SOURCES runs uv with pip's configured sources (here from PIP_* variables, as
+    `pip config list` reports them), each once, before the arguments it was given."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    make = (ROOT / "Makefile").read_text()
+    script = re.search(r"^define UV_WITH_PIP_SOURCES\n(.*?)^endef", make, re.S | re.M).group(1)
+    fake_uv = tmp_path / "uv"
+    fake_uv.write_text("#!/bin/sh\nprintf '%s\\n' \"$@\"\n")
+    fake_uv.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {
+        "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "/wheels/a /wheels/b",
+        "PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu",
+        "PIP_INDEX_URL": "https://example.org/simple"}
+    out = subprocess.run([sys.executable, "-c", script, str(fake_uv), "--no-deps", "torch"],
+                         env=env, capture_output=True, text=True, check=True).stdout.split("\n")
+    args = out[:-1]
+    assert args[:2] == ["pip", "install"] and args[-2:] == ["--no-deps", "torch"]
+    pairs = sorted(zip(args[2:-2:2], args[3:-2:2]))
+    assert pairs == sorted([("--find-links", "/wheels/a"), ("--find-links", "/wheels/b"),
+                            ("--extra-index-url", "https://download.pytorch.org/whl/cpu"),
+                            ("--index-url", "https://example.org/simple")])
