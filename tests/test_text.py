@@ -66,3 +66,41 @@ def test_vocab_roundtrip(tmp_path):
     v = Vocab.build(["x y z y"])
     v.save(tmp_path / "v.json")
     assert Vocab.load(tmp_path / "v.json").itos == v.itos
+
+
+# torchtext's basic_english as it is written there: twelve regular expressions in order (the
+# reference for the tokenizer's string-method passes)
+_BASIC_ENGLISH = [(r"\'", " '  "), (r"\"", ""), (r"\.", " . "), (r"<br \/>", " "), (r",", " , "),
+                  (r"\(", " ( "), (r"\)", " ) "), (r"\!", " ! "), (r"\?", " ? "), (r"\;", " "),
+                  (r"\:", " "), (r"\s+", " ")]
+
+
+def _basic_english(text: str) -> list[str]:
+    import re
+
+    line = text.lower()
+    for pattern, repl in _BASIC_ENGLISH:
+        line = re.sub(pattern, repl, line)
+    return line.split()
+
+
+def test_tokenize_is_basic_english_on_imdb_reviews(imdb):
+    """Every 10th review of each split (5,000 reviews: the whole corpus takes a minute)."""
+    for review in imdb.train[::10] + imdb.valid[::10] + imdb.test[::10]:
+        assert tokenize(review.text) == _basic_english(review.text), review.text[:200]
+
+
+_TRICKY = "'\".<br />,()!?;:\t\n\r\x0b\x0c\x1c\x85\xa0\u2028\u3000 aB\u0130\u00c9-*/"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tokenize_is_basic_english_on_random_texts(seed):
+    """Texts drawn from the rules' characters, every kind of whitespace, '<br />' pieces and
+    letters whose lowercase changes length: the same tokens as the regular expressions."""
+    import random
+
+    rng = random.Random(seed)
+    pieces = list(_TRICKY) + ["<br />", "<br", " />", '<br "/>', "<br;/>", "<br./>", "<br'/>"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        assert tokenize(text) == _basic_english(text), repr(text)

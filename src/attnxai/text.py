@@ -25,20 +25,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"'"), " '  "),
-    (re.compile(r'"'), ""),
-    (re.compile(r"\."), " . "),
-    (re.compile(r"<br \/>"), " "),
-    (re.compile(r","), " , "),
-    (re.compile(r"\("), " ( "),
-    (re.compile(r"\)"), " ) "),
-    (re.compile(r"\!"), " ! "),
-    (re.compile(r"\?"), " ? "),
-    (re.compile(r"\;"), " "),
-    (re.compile(r"\:"), " "),
-    (re.compile(r"\s+"), " "),
-]
+# The rules as three passes of C string methods (the same tokens, 3-4x faster than twelve regular
+# expressions: tests/test_text.py holds the rules as regular expressions and compares): rules 2-4
+# touch distinct characters and insert none of the others, so they are one translation; rule 5
+# then sees what it would have seen; rules 6-7 are one translation again; and since the text is
+# split on whitespace at the end, collapsing whitespace runs first changes nothing (``\s`` and
+# ``str.split()`` agree on every code point).
+_BEFORE_BR = str.maketrans({"'": " '  ", '"': None, ".": " . "})
+_AFTER_BR = str.maketrans({",": " , ", "(": " ( ", ")": " ) ", "!": " ! ", "?": " ? ",
+                           ";": " ", ":": " "})
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
 # A letter or a digit of any script (``\w`` without ``_``): a Chinese or Arabic text has words, and
 # the model reads them (as UNK), so it must not be mistaken for an empty text.
@@ -75,10 +70,7 @@ def tokenize(text: str) -> list[str]:
     """Split ``text`` into tokens exactly as torchtext's ``basic_english`` does (module docstring)."""
     if not isinstance(text, str):
         raise TypeError(f"tokenize expects a str, got {type(text).__name__}")
-    line = text.lower()
-    for pattern, repl in _RULES:
-        line = pattern.sub(repl, line)
-    return line.split()
+    return text.lower().translate(_BEFORE_BR).replace("<br />", " ").translate(_AFTER_BR).split()
 
 
 def normalize_for_lime(text: str, max_tokens: int = 255) -> str:
