@@ -25,15 +25,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-# The rules as three passes of C string methods (the same tokens, 3-4x faster than twelve regular
-# expressions: tests/test_text.py holds the rules as regular expressions and compares): rules 2-4
-# touch distinct characters and insert none of the others, so they are one translation; rule 5
-# then sees what it would have seen; rules 6-7 are one translation again; and since the text is
-# split on whitespace at the end, collapsing whitespace runs first changes nothing (``\s`` and
-# ``str.split()`` agree on every code point).
-_BEFORE_BR = str.maketrans({"'": " '  ", '"': None, ".": " . "})
-_AFTER_BR = str.maketrans({",": " , ", "(": " ( ", ")": " ) ", "!": " ! ", "?": " ? ",
-                           ";": " ", ":": " "})
+# The rules as literal replacements, in the same order: each of basic_english's patterns but the
+# last is a literal string, and ``re.sub`` of a literal is ``str.replace`` (leftmost, not
+# overlapping), 3.6x faster; the last rule (whitespace runs -> one space) changes nothing before
+# ``str.split()`` (``\s`` and ``str.split()`` agree on every code point). tests/test_text.py holds
+# the rules as regular expressions and compares.
+_RULES = (("'", " '  "), ('"', ""), (".", " . "), ("<br />", " "), (",", " , "), ("(", " ( "),
+          (")", " ) "), ("!", " ! "), ("?", " ? "), (";", " "), (":", " "))
 _NON_ALNUM = re.compile(r"[^0-9A-Za-z]+")
 # A letter or a digit of any script (``\w`` without ``_``): a Chinese or Arabic text has words, and
 # the model reads them (as UNK), so it must not be mistaken for an empty text.
@@ -70,7 +68,10 @@ def tokenize(text: str) -> list[str]:
     """Split ``text`` into tokens exactly as torchtext's ``basic_english`` does (module docstring)."""
     if not isinstance(text, str):
         raise TypeError(f"tokenize expects a str, got {type(text).__name__}")
-    return text.lower().translate(_BEFORE_BR).replace("<br />", " ").translate(_AFTER_BR).split()
+    line = text.lower()
+    for old, new in _RULES:
+        line = line.replace(old, new)
+    return line.split()
 
 
 def normalize_for_lime(text: str, max_tokens: int = 255) -> str:
