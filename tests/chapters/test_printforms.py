@@ -143,6 +143,33 @@ def test_a_fraction_too_wide_for_a_phone_stays_one_fraction_in_rows():
     assert rows[0].startswith(r"$\displaystyle \begin{aligned}&\int")     # both from "&"
 
 
+def test_the_shortcut_for_expressions_too_wide_changes_no_row(monkeypatch):
+    """An expression whose parts already add up to well over the line is not measured whole
+    (``_Breaker.too_wide``: mathtext takes seconds on a long derivative); the rows are those of
+    measuring everything, from just under the line to many times it, for sums, products,
+    fractions and equations, on a phone's line and the page's."""
+    from attnxai.chapters import latex_maths
+
+    rng = np.random.default_rng(5)
+    a = sp.symbols("a_1:9")
+    x = sp.Symbol("x")
+
+    def term(k):
+        picks = rng.choice(len(a), size=3)
+        return sp.exp(a[picks[0]] * x) * (a[picks[1]] + k) / (a[picks[2]] ** 2 + 1)
+
+    exprs = []
+    for n in (2, 3, 5, 9):
+        s_ = sum(term(k) for k in range(n))
+        exprs += [s_, sp.Eq(sp.Symbol("S"), s_), sp.exp(a[0]) / s_, s_ * (a[1] - x)]
+    measured = {}
+    for pt in (printforms.DISPLAY_PT, LINE_PT):
+        measured[pt] = [sympy_latex(e, line_pt=pt) for e in exprs]
+    monkeypatch.setattr(latex_maths._Breaker, "too_wide", lambda self, e, budget: False)
+    for pt in (printforms.DISPLAY_PT, LINE_PT):
+        assert [sympy_latex(e, line_pt=pt) for e in exprs] == measured[pt], pt
+
+
 def test_an_unbreakable_wide_expression_is_left_whole():
     x = sp.Symbol("x")
     wide = sp.exp(sp.Add(*[x**k for k in range(1, 60)]))       # a power: no place to break

@@ -6,6 +6,7 @@ cent of TeX.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 
@@ -69,9 +70,10 @@ def sympy_latex(expr, *, line_pt: float = LINE_PT, printed: str | None = None) -
 
     body = printed if printed is not None else sp.latex(expr)
     body = re.sub(r"^\$+\s*(\\displaystyle\s*)?|\s*\$+$", "", body)
-    if math_width(body) <= SAFETY * line_pt:
+    breaker = _Breaker(line_pt)
+    if not breaker.too_wide(expr, line_pt) and math_width(body) <= SAFETY * line_pt:
         return f"$\\displaystyle {body}$"
-    rows = _Breaker(line_pt).rows(expr)
+    rows = breaker.rows(expr)
     if len(rows) == 1 and rows[0].lstrip("&") == sp.latex(expr):
         return f"$\\displaystyle {body}$"       # nothing to break at
     return "$\\displaystyle \\begin{aligned}" + " \\\\\n".join(rows) + "\\end{aligned}$"
@@ -128,8 +130,46 @@ class _Breaker:
         parts = self.lines(expr, self.line)
         return ["&" + parts[0]] + ["&" + self.INDENT + _binary(p) for p in parts[1:]]
 
-    def fits(self, tex, budget) -> bool:
+    def fits(self, tex, budget, e=None) -> bool:
+        """Whether ``tex`` (the LaTeX of ``e``, if given) fits ``budget``."""
+        if e is not None and self.too_wide(e, budget):
+            return False
         return math_width(tex) <= SAFETY * budget
+
+    #: How much wider than its budget an expression's parts must add up to before it is taken
+    #: as too wide without measuring it whole (the parts are set side by side, so the whole is
+    #: at least as wide as they are added; the margin covers what a part printed alone differs).
+    MARGIN = 1.25
+
+    def too_wide(self, e, budget) -> bool:
+        """Whether ``e`` is certainly wider than ``budget``, from its parts: a sum's terms, a
+        product's factors (numbers left out) or an equation's sides added; a fraction's numerator
+        or denominator alone; each part measured only where it is not itself too wide. False
+        means: measure it whole. mathtext takes 10 s to parse the whole of a long derivative
+        that is 13 times too wide; its parts, far less."""
+        sp = self.sp
+        if isinstance(e, sp.core.relational.Relational):
+            parts = (e.lhs, e.rhs)
+        elif isinstance(e, sp.Add):
+            parts = e.args
+        elif isinstance(e, sp.Mul):
+            factors = sp.Mul.make_args(e)
+            den = [f.base ** -f.exp for f in factors if f.is_Pow and f.exp.is_negative]
+            num = [f for f in factors if not (f.is_Pow and f.exp.is_negative)]
+            if den:
+                return any(self.too_wide(sp.Mul(*part, evaluate=False), budget)
+                           for part in (num, den) if part)
+            parts = [f for f in factors if not f.is_Number]
+        else:
+            return False
+        total, limit = 0.0, SAFETY * budget * self.MARGIN
+        for part in parts:
+            if self.too_wide(part, budget):
+                return True
+            total += math_width(self.tex(part))
+            if total > limit:
+                return True
+        return False
 
     def lines(self, e, budget, first=None) -> list[str]:
         """``e`` as one or more rows where possible: the first at most ``first`` wide (default
@@ -138,7 +178,7 @@ class _Breaker:
         sp = self.sp
         first = budget if first is None else first
         whole = self.tex(e)
-        if self.fits(whole, first):
+        if self.fits(whole, first, e):
             return [whole]
         if isinstance(e, sp.Add):
             return self.sum_lines(e, budget, first)
@@ -148,13 +188,15 @@ class _Breaker:
             factors = sp.Mul.make_args(e)
             den = [f.base ** -f.exp for f in factors if f.is_Pow and f.exp.is_negative]
             num = [f for f in factors if not (f.is_Pow and f.exp.is_negative)]
-            den_tex = self.tex(sp.Mul(*den, evaluate=False)) if den else ""
-            num_tex = self.tex(sp.Mul(*num, evaluate=False)) if num else "1"
-            if den and not self.fits(den_tex, first):
+            den_e = sp.Mul(*den, evaluate=False) if den else None
+            num_e = sp.Mul(*num, evaluate=False) if num else None
+            den_tex = self.tex(den_e) if den else ""
+            num_tex = self.tex(num_e) if num else "1"
+            if den and not self.fits(den_tex, first, den_e):
                 # a denominator too wide for the line: the fraction stays one fraction, its
                 # denominator (and its numerator, if it is too wide too) set in rows
                 den_rows = self.lines(sp.Mul(*den, evaluate=False), first, first - self.indent_pt)
-                num_rows = [num_tex] if self.fits(num_tex, first) or not num else \
+                num_rows = [num_tex] if not num or self.fits(num_tex, first, num_e) else \
                     self.lines(sp.Mul(*num, evaluate=False), first, first - self.indent_pt)
                 return [rf"\frac{{{_gathered(num_rows)}}}{{{_gathered(den_rows)}}}"]
             return self.product_lines(num, den, budget, first) or [whole]
@@ -174,7 +216,9 @@ class _Breaker:
             width = first if not rows else budget - self.indent_pt
             # A row's width is the sum of its terms' and signs' (boxes set side by side): each
             # term is measured once, not every row again as it grows.
-            term_w = math_width(tex) + (self.sign_pt if sign else 0.0)
+            whole_w = math.inf if self.too_wide(-term if negative else term, width) else \
+                math_width(tex)
+            term_w = whole_w + (self.sign_pt if sign else 0.0)
             if row and row_w + term_w > SAFETY * width:
                 rows.append(row)
                 row, row_w = sign + tex, term_w
@@ -203,7 +247,8 @@ class _Breaker:
         sums = [f for f in num if isinstance(f, sp.Add)]
         if not sums:
             return None
-        widest = max(sums, key=lambda f: math_width(self.tex(f)))
+        # one sum is the widest without measuring it (a long one takes mathtext seconds)
+        widest = sums[0] if len(sums) == 1 else max(sums, key=lambda f: math_width(self.tex(f)))
         others = [f for f in num if f is not widest]
         factors = others + [1 / d for d in den]
         coeff = sp.Mul(*factors)

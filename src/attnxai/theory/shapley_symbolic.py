@@ -23,7 +23,10 @@ def symbolic_beta_integral():
     p = sp.Symbol("p", positive=True)
     s, d = sp.symbols("s d", positive=True, integer=True)
     a, b = sp.symbols("a b", positive=True)
-    beta = sp.simplify(sp.integrate(p ** (a - 1) * (1 - p) ** (b - 1), (p, 0, 1), conds="none"))
+    # meijerg=True: SymPy's Meijer-G integration, which is how it finds this integral anyway, asked
+    # for first (9 s instead of 33 s spent first on the methods that fail here)
+    beta = sp.simplify(sp.integrate(p ** (a - 1) * (1 - p) ** (b - 1), (p, 0, 1), conds="none",
+                                    meijerg=True))
     integral = beta.subs({a: s + 1, b: d - s})
     weight = sp.factorial(s) * sp.factorial(d - 1 - s) / sp.factorial(d)
     difference = sp.simplify(sp.gammasimp(integral - weight))
