@@ -86,6 +86,25 @@ def test_sigma_matches_lime_draws():
     assert np.abs(emp - lt.sigma(d, 25)).max() < 0.01
 
 
+def test_symbolic_limit_constants_are_the_integrals():
+    """The closed forms of symbolic_limit_constants (SymPy, by parts above v^1) against the
+    integrals computed numerically (scipy's quad), at kernel widths from narrow to wide."""
+    import sympy as sp
+    from scipy.integrate import quad
+
+    sym = lt.symbolic_limit_constants()
+    for c_value in (0.05, 1.0, 8.0, 50.0):
+        moments = [quad(lambda v, k=k: 2 * (1 - v) ** (2 * k + 1) * math.exp(-c_value * v * v),
+                        0, 1, epsabs=0, epsrel=1e-13)[0] for k in range(3)]
+        for k, name in enumerate(("I0", "I1", "I2")):
+            value = float(sym[name].subs(sym["c"], sp.Rational(c_value)).evalf(30))
+            assert value == pytest.approx(moments[k], rel=1e-10), (name, c_value)
+        m = moments[1] / moments[0]
+        scale = m * (1 - m) / ((moments[1] - moments[2]) / moments[0])
+        assert float(sym["scale"].subs(sym["c"], sp.Rational(c_value)).evalf(30)) == \
+            pytest.approx(scale, rel=1e-9)
+
+
 def test_limit_constants_closed_form_and_large_d():
     for nu in (25.0, 60.0, math.inf):
         c = lt.limit_constants(nu)
