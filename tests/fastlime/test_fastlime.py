@@ -296,6 +296,38 @@ def test_deletion_sums_numba_equal_numpy(model64, reviews):
     np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
 
 
+def test_compiled_head_outputs_are_the_numpy_expression_bit_for_bit():
+    """DeleteEvaluator.heads divides in one compiled pass (kernels.head_ratios): the bits of
+    the numpy expression on the same sums, with the UNK fill or without, 1 to 12 heads."""
+    from conftest import random_model
+
+    from attnxai.fastlime.evaluate import DeleteEvaluator
+    from attnxai.model.network import Projections
+
+    if kernels.resolve("auto") != "numba":
+        pytest.skip("numba is off: heads takes the numpy expression itself")
+    rng = np.random.default_rng(3)
+    for case in range(40):
+        K = int(rng.integers(1, 13))
+        m = random_model(40, seed=case, n_heads=K, max_len=30, padding=("mask", "unk")[case % 2],
+                         init_range=float(rng.choice([0.1, 1.0, 3.0])))
+        T = int(rng.integers(1, 29))
+        ids = np.r_[1, rng.integers(2, 40, T)]
+        d = int(rng.integers(1, T + 1))
+        word_index = np.r_[np.arange(d), rng.integers(0, d, T - d)]
+        ev = DeleteEvaluator(Projections.of(m).document(ids, target=1), word_index)
+        if not ev.ok:
+            continue
+        z = (rng.random((int(rng.integers(1, 600)), d)) < rng.random()).astype(np.uint8)
+        got = ev.heads(z)
+        r, counts = ev.sums(z)
+        num, den = r[:, :K] + ev.cls_num, r[:, K:] + ev.cls_den
+        if ev.fill_num is not None:
+            num, den = num + ev.fill_num[counts], den + ev.fill_den[counts]
+        assert ev.backend == "numba"
+        np.testing.assert_array_equal(got.view(np.int64), (num / den).view(np.int64))
+
+
 def test_lime_random_state_is_lime_s_stream():
     """An int seeds a reused scratch RandomState to RandomState(int)'s state (also after the
     scratch one was used, and for the largest seed); other values go through

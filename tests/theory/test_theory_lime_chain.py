@@ -390,6 +390,28 @@ def test_lime_weights_and_sigma_solve():
     np.testing.assert_allclose(lc.solve_sigma(gamma, nu), want, atol=1e-10)
 
 
+def test_sigma_solve_of_many_rows_is_each_row_alone_bit_for_bit():
+    """solve_sigma treats every row at once: each row's coefficients are the bits of that row
+    solved alone (its own fixed-order sum, whatever the other rows and the layout of gamma), as
+    the sampled route's batches need (a batch's values must not depend on the batch beside it);
+    and they are Sigma^{-1} Gamma."""
+    rng = np.random.default_rng(15)
+    for trial in range(60):
+        d = int(rng.integers(2, 41)) if trial % 10 else int(rng.integers(129, 400))
+        nu = float(rng.choice([25.0, 8.0, 100.0, math.inf]))
+        gamma = rng.normal(size=(int(rng.integers(1, 200)), d + 1))
+        gamma *= 10.0 ** rng.integers(-3, 4, size=gamma.shape)
+        got = lc.solve_sigma(gamma, nu)
+        alone = np.concatenate([lc.solve_sigma(g[None], nu) for g in gamma])
+        assert np.array_equal(got.view(np.int64), alone.view(np.int64)), (d, nu)
+        for layout in (np.asfortranarray(gamma), np.repeat(gamma, 2, axis=0)[::2]):
+            assert np.array_equal(lc.solve_sigma(layout, nu).view(np.int64), got.view(np.int64))
+        want = gamma @ lt.sigma_inverse(d, nu)[:, 1:]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * np.abs(want).max())
+    with pytest.raises(ValueError, match="gamma must be"):
+        lc.solve_sigma(np.zeros(5), 25.0)
+
+
 def test_binomial_truncated_lambda_rule_changes_nothing():
     """Each node p stops its lambda rule once the rest is below TAIL (module docstring of
     lime_binomial): the same effects as the whole rule to rounding, with fewer evaluations."""

@@ -125,6 +125,13 @@ class DeleteEvaluator:
         """Every head's output (n, K) on the masks ``z`` (their mean is the logit)."""
         r, counts = self.sums(z)
         K = self.K
+        if self.backend == "numba":              # the same bits, one compiled pass
+            out = np.empty((len(r), K))
+            empty = np.zeros((0, K))
+            kernels.head_ratios(r, self.cls_num, self.cls_den,
+                                empty if self.fill_num is None else self.fill_num,
+                                empty if self.fill_den is None else self.fill_den, counts, out)
+            return out
         num = r[:, :K] + self.cls_num
         den = r[:, K:] + self.cls_den
         if self.fill_num is not None:

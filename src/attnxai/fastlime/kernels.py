@@ -86,6 +86,7 @@ __all__ = [
     "delete_sums_numpy",
     "delete_table",
     "deletion_sums",
+    "head_ratios",
     "replace_sums",
     "replace_sums_numpy",
     "replacement_sums",
@@ -455,6 +456,29 @@ def delete_sums(masks, word_index, A, B, out, counts):
             for k in range(K):
                 out[i0 + s, k] = acc[s * 2 * P + k]
                 out[i0 + s, K + k] = acc[s * 2 * P + P + k]
+
+
+@jit()
+def head_ratios(r, cls_num, cls_den, fill_num, fill_den, counts, out):
+    """Every head's output from :func:`delete_sums`'s sums ``r`` (n, 2K) and kept counts
+    ``counts`` (n,): ``out[i, k] = (r[i, k] + cls_num[k] [+ fill_num[counts[i], k]]) /
+    (r[i, K + k] + cls_den[k] [+ fill_den[counts[i], k]])``, the fill terms only when
+    ``fill_num`` (and ``fill_den``, (L, K)) has rows. The additions and the division in the
+    order of :meth:`attnxai.fastlime.evaluate.DeleteEvaluator.heads`'s numpy expression, one by
+    one (no fastmath: nothing reassociated), hence its bits, in one pass instead of numpy's
+    inner loops of ``K`` elements. ``den`` must not be 0 (the evaluator's never is: [CLS]'s
+    term is positive)."""
+    n, K = out.shape
+    fill = fill_num.shape[0] > 0
+    for i in range(n):
+        c = counts[i]
+        for k in range(K):
+            num = r[i, k] + cls_num[k]
+            den = r[i, K + k] + cls_den[k]
+            if fill:
+                num += fill_num[c, k]
+                den += fill_den[c, k]
+            out[i, k] = num / den
 
 
 @jit()

@@ -159,7 +159,14 @@ def chain_gammas(tb: Tables, feats: list[np.ndarray], removal: str, kernel_width
 
 def solve_sigma(gamma: np.ndarray, kernel_width: float) -> np.ndarray:
     """``beta = Sigma^{-1} Gamma`` (coefficients only) for every row of ``gamma`` (K, d + 1), by
-    :func:`attnxai.theory.lime_text.sigma_inverse`'s closed form (no matrix, fixed-order sums)."""
+    :func:`attnxai.theory.lime_text.sigma_inverse`'s closed form (no matrix, fixed-order sums).
+
+    Rows at once: each row's sum is numpy's pairwise sum over that row alone, in a C-contiguous
+    copy (the same bits as ``np.sum`` of the row by itself, whatever the layout of ``gamma``),
+    and the rest is elementwise, so a row's result does not depend on the others."""
+    gamma = np.asarray(gamma, dtype=np.float64)
+    if gamma.ndim != 2:
+        raise ValueError(f"gamma must be (K, d + 1), got shape {gamma.shape}")
     d = gamma.shape[1] - 1
     if d < 2:
         raise ValueError("d = 1: a single feature is always removed, LIME's fit is degenerate "
@@ -171,12 +178,9 @@ def solve_sigma(gamma: np.ndarray, kernel_width: float) -> np.ndarray:
         raise ValueError(f"Sigma is numerically singular for d={d}, kernel_width={kernel_width}: "
                          "the kernel puts all the weight on one number of removed features "
                          "(the other weights underflow)")
-    out = np.empty((gamma.shape[0], d))
-    for k in range(gamma.shape[0]):
-        gz = gamma[k, 1:]
-        common = -m / c * gamma[k, 0] - b / (a * c) * float(np.sum(gz))
-        out[k] = (common + gz / a) / a0
-    return out
+    gz = np.ascontiguousarray(gamma[:, 1:])
+    common = -m / c * gamma[:, 0] - b / (a * c) * np.sum(gz, axis=1)
+    return (common[:, None] + gz / a) / a0
 
 
 def chain_profile(tb: Tables, nodes: np.ndarray, ksub: int = 1) -> tuple[np.ndarray, np.ndarray]:
