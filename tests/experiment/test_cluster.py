@@ -1,11 +1,17 @@
 """The runner's worker processes against --jobs 1 (issue 14; issue 11 for kill -9).
 
-Local processes (--jobs 2): killed with their run by kill -9, and the folder then resumed by
---jobs 2 to the bits of --jobs 1. A Dask cluster (a LocalCluster of 2 worker processes with 1
-thread each, shared by this module): --scheduler gives the bits of --jobs 1, the model reaches the
-workers as verified bytes, a worker killed mid-run loses nothing, stopping the client leaves
-nothing running and the folder resumes to the same bits, and closing the cluster leaves no
-process behind."""
+Local processes (--jobs 2): killed with their run by kill -9 (the command in a process of its
+own), and the folder, whose first rows those workers computed, then resumed to the bits of
+--jobs 1. A Dask cluster (a LocalCluster of 2 worker processes with 1 thread each, shared by
+this module): --scheduler gives the bits of --jobs 1, the model reaches the workers as verified
+bytes, a worker killed mid-run loses nothing, SIGTERM to the command stops its client and leaves
+nothing running, and the folder resumes to the same bits, and closing the cluster leaves no
+process behind.
+
+What these tests spend is process start-up (torch, the package, IMDb, a worker's first row),
+not the rows (a few hundredths of a second each): one reference run with --jobs 1 serves them
+all, and only what must be a process of its own is one (the command killed by kill -9, its
+workers, the cluster's workers)."""
 
 from __future__ import annotations
 
@@ -48,17 +54,34 @@ def _children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
+#: What a worker of the cluster imports to take the model and compute a chunk: preloaded once by
+#: multiprocessing's fork server, which then forks the workers (and the one the nanny restarts)
+#: ready, instead of each new worker importing them again (several seconds of CPU each).
+WORKER_MODULES = ("distributed", "attnxai.experiment.cluster", "attnxai.experiment.lime_corpus",
+                  "scipy.stats")
+
+
 @pytest.fixture(scope="module")
 def cluster():
     if distributed is None:
         pytest.fail("distributed is not installed: `make setup` installs it (pip install -e "
                     "'.[dask]')")
+    import multiprocessing.forkserver
+
+    import dask
+    from distributed.utils import get_mp_context
+
     before = _children()
-    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                     silence_logs=50)
-    c.before = before
-    yield c
-    c.close()
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        get_mp_context().set_forkserver_preload(list(WORKER_MODULES))
+        c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=None, silence_logs=50)
+        c.before = before
+        yield c
+        c.close()
+    stop_server = getattr(multiprocessing.forkserver._forkserver, "_stop", None)
+    if stop_server is not None:                      # frees its memory; it restarts on demand
+        stop_server()
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +111,11 @@ GATE = "attnxai-test-gate"
 
 
 def _hold(name: str) -> bool:
-    """A task that waits for the test to open the gate (a Dask Event)."""
+    """A task that waits for the test to open the gate (a Dask Event); False if it stays shut
+    longer than a hung test would take (:data:`HANG_SECONDS`)."""
     from distributed import Event
 
-    return Event(name).wait(120)
+    return Event(name).wait(HANG_SECONDS)
 
 
 def _gated(inner, items):
@@ -135,9 +159,13 @@ def _wait_while_running(proc: subprocess.Popen, ready, what: str,
 
 
 # ---------------------------------------------------------------- local processes
-def test_kill_9_of_a_jobs_2_run_kills_its_workers_and_jobs_2_resumes_to_the_same_bits(
+def test_kill_9_of_a_jobs_2_run_kills_its_workers_and_the_folder_resumes_to_the_same_bits(
         reference, tmp_path):
-    """Before (issue 11): four loky workers stayed alive for over eight minutes after kill -9."""
+    """Before (issue 11): four loky workers stayed alive for over eight minutes after kill -9.
+
+    The rows the killed run's workers wrote stay in the folder: the resume skips them and
+    computes the rest in this process (--jobs 1), and the first 4 reviews then have the bits of
+    the reference, the rows of the local workers among them."""
     import psutil
 
     out = tmp_path / "killed"
@@ -154,7 +182,12 @@ def test_kill_9_of_a_jobs_2_run_kills_its_workers_and_jobs_2_resumes_to_the_same
     _, alive = psutil.wait_procs(workers, timeout=10)
     assert not alive, f"still alive 10 s after kill -9 of their run: {alive}"
     assert len(store.parts(out)) < 100, "the run was over before it was killed"
-    X.run_lime_corpus(out, jobs=2, **STUDY)                   # resume the first 4 reviews
+    kept = X.load_results(out)
+    # the first part to finish is one of the first two chunks (one review each, taken in order)
+    assert (kept["rank"] < 4).sum() >= 2
+    report = X.run_lime_corpus(out, jobs=1, **STUDY)          # resume the first 4 reviews
+    assert report.skipped == len(kept)                        # none computed again
+    assert report.computed == 8 - (kept["rank"] < 4).sum()
     assert _first_rows(out) == reference
 
 
@@ -211,37 +244,56 @@ def test_a_worker_killed_mid_run_loses_nothing(cluster, client, reference, tmp_p
 
 
 def test_stopping_the_client_leaves_nothing_running_and_the_folder_resumes(
-        cluster, client, reference, tmp_path):
-    import psutil
+        cluster, client, reference, tmp_path, capsys):
+    """SIGTERM to the command (its own handler: the command runs in this process, whose module,
+    model and IMDb are loaded already) while its chunks wait for busy workers."""
     from distributed import Event
 
+    assert threading.current_thread() is threading.main_thread(), "signals reach the main thread"
     gate = Event(GATE, client=client)
     gate.clear()
     holds = [client.submit(_hold, GATE, workers=[w], pure=False, key=f"hold-{i}")
              for i, w in enumerate(_worker_pids(client))]   # every worker thread is busy
     out = tmp_path / "stopped"
-    proc = subprocess.Popen([sys.executable, "-m", "attnxai", *CLI, "--out", str(out),
-                             "--scheduler", cluster.scheduler_address],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    before, during, returned = _children(), [], threading.Event()
+
+    def stop() -> None:                                     # once its chunks are waiting
+        deadline = time.monotonic() + HANG_SECONDS
+        while not client.run_on_scheduler(_our_tasks):
+            if returned.is_set():
+                return                                      # it ended without submitting
+            if time.monotonic() > deadline:
+                break                                       # hung: stop it all the same
+            time.sleep(0.05)
+        else:
+            during.append(_children())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def unexpected(signum, frame):       # cli_main's handler is not there: never end pytest
+        raise AssertionError("SIGTERM reached the test's own handler, not the command's")
+
+    outer = signal.signal(signal.SIGTERM, unexpected)
+    stopper = threading.Thread(target=stop, daemon=True)
     try:
-        _wait_while_running(proc, lambda: client.run_on_scheduler(_our_tasks),
-                            "no chunk submitted")                # its chunks are waiting
-        children = psutil.Process(proc.pid).children(recursive=True)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=HANG_SECONDS)
+        stopper.start()
+        code = cli_main(CLI + ["--out", str(out), "--scheduler", cluster.scheduler_address])
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        returned.set()
+        stopper.join(HANG_SECONDS)
+        signal.signal(signal.SIGTERM, outer)           # cli_main put back the one set above
         gate.set()
-    assert proc.returncode == 130, err.decode()[-2000:]
-    assert "stopped (rerun the same command to resume)" in err.decode()
-    assert not children                               # a cluster client starts no process
-    deadline = time.monotonic() + HANG_SECONDS        # the scheduler forgot its tasks
+    err = capsys.readouterr().err
+    assert during, f"no chunk submitted in {HANG_SECONDS} s: {err[-2000:]}"
+    assert code == 130, err[-2000:]
+    assert "stopped (rerun the same command to resume)" in err
+    assert during[0] <= before                         # a cluster client starts no process
+    deadline = time.monotonic() + HANG_SECONDS         # the scheduler forgot its tasks
     while client.run_on_scheduler(_our_tasks):
         assert time.monotonic() < deadline, "the stopped client's tasks are still there"
         time.sleep(0.1)
     client.gather(holds)
     del holds
+    assert not store.parts(out)                        # nothing ran: the workers were held
     X.run_lime_corpus(out, scheduler=cluster.scheduler_address, **STUDY)     # resume
     assert store.content_digest(out) == reference                             # the same bits
 
@@ -272,13 +324,16 @@ def test_closing_the_cluster_leaves_no_process(cluster, client):
     import psutil
 
     workers = [psutil.Process(p) for p in _worker_pids(client).values()]
+    # the process that started them: multiprocessing's fork server, which (like its resource
+    # tracker) lives as long as this one; a worker forked from it has its command line
+    server = {w.ppid() for w in workers} - {os.getpid()}
     workers += [c for w in workers for c in w.children(recursive=True)]
     client.close()
     cluster.close()
     _, alive = psutil.wait_procs(workers, timeout=20)
     assert not alive
     left = []
-    for pid in _children() - cluster.before:
+    for pid in _children() - cluster.before - server:
         try:
             p = psutil.Process(pid)
             if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
