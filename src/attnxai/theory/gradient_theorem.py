@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import math
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import sympy as sp
 import torch
 from torch import Tensor
 
@@ -40,7 +41,11 @@ from .. import validate
 from ..explainers import gradient as autodiff_gradient
 from ..model.interface import iter_batches
 from ..model.single_layer import AttentionClassifier, Internals
-from ..model.symbolic import SymbolicModel
+
+if TYPE_CHECKING:        # SymPy is imported by the functions that use it: 0.6 s that a process
+    import sympy as sp   # computing explanations (a study's worker, a CLI run) never needs
+
+    from ..model.symbolic import SymbolicModel
 
 TERMS = ("value", "key", "query")
 
@@ -140,6 +145,8 @@ def term_shares(terms: dict[str, Tensor], mask: Tensor | None = None) -> dict[st
 def symbolic_gradient(sm: SymbolicModel, t: int, target: int = 0) -> sp.Matrix:
     """The closed form for token ``t`` (0-based, 0 = [CLS]) of a :class:`SymbolicModel`, as a
     ``d_embed x 1`` matrix: what ``sm.f[target].diff(e_t)`` must equal."""
+    import sympy as sp
+
     if not 0 <= t < sm.T:
         raise ValueError(f"token index {t} out of range for T={sm.T} (0-based, 0 = [CLS])")
     if not 0 <= target < sm.n_classes:
@@ -161,12 +168,16 @@ def symbolic_gradient(sm: SymbolicModel, t: int, target: int = 0) -> sp.Matrix:
 
 def symbolic_autodiff(sm: SymbolicModel, t: int, target: int = 0) -> sp.Matrix:
     """``d f_target / d e_t`` by SymPy's differentiation (``d_embed x 1``)."""
+    import sympy as sp
+
     return sp.Matrix([sp.diff(sm.f[target, 0], s) for s in sm.e[t]])
 
 
 def symbolic_difference(sm: SymbolicModel, t: int, target: int = 0, *, simplify: bool = True) -> sp.Matrix:
     """``autodiff - closed form`` for token ``t``, simplified (use a small ``sm``: a few seconds
     for T=3, d_embed=2, d_attn=d_value=1, one head; it grows fast with the sizes)."""
+    import sympy as sp
+
     diff = symbolic_autodiff(sm, t, target) - symbolic_gradient(sm, t, target)
     return diff.applyfunc(sp.simplify) if simplify else diff
 
@@ -174,6 +185,8 @@ def symbolic_difference(sm: SymbolicModel, t: int, target: int = 0, *, simplify:
 def random_point(sm: SymbolicModel, seed: int = 0, digits: int = 50) -> dict[sp.Symbol, sp.Float]:
     """Every symbol of ``sm`` set to a random rational in [-2, 2] (step 1/10), as a ``digits``-digit
     float: a point at which to evaluate expressions exactly enough to see rounding at 1e-``digits``."""
+    import sympy as sp
+
     rng = np.random.default_rng(seed)
     return {s: sp.Float(sp.Rational(int(rng.integers(-20, 21)), 10), digits) for s in sm.symbols()}
 
@@ -201,6 +214,8 @@ def symbolic_gradient_x_input(sm: SymbolicModel, t: int, target: int = 0) -> sp.
     """The corollary for token ``t`` (0-based) of a :class:`SymbolicModel`: what
     ``e_t . d f_target / d e_t`` must equal, written with alpha, the token scores ``s`` and the
     attention logits ``a`` (no gradient in it)."""
+    import sympy as sp
+
     if not 0 <= t < sm.T:
         raise ValueError(f"token index {t} out of range for T={sm.T} (0-based, 0 = [CLS])")
     if not 0 <= target < sm.n_classes:
