@@ -158,10 +158,11 @@ def test_reading_matches_the_package_on_every_test_review(imdb, book_model, modu
     bad = []
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         wanted = [pool.submit(package, start) for start in chunks]
-        for start, want in zip(chunks, wanted):
+        for k, start in enumerate(chunks):
             got = json.loads(page.evaluate(JS_READ, [module_server + "quick/", start, start + 2500]))
             assert len(got) == min(2500, len(texts) - start)
-            for i, (text, g, (full, dropped)) in enumerate(zip(texts[start:], got, want.result())):
+            want, wanted[k] = wanted[k].result(), None          # (its memory, once read)
+            for i, (text, g, (full, dropped)) in enumerate(zip(texts[start:], got, want)):
                 kept = full[:limit]
                 want_rows = [w if vocab.stoi.get(w, vocab.unk_id) != vocab.unk_id else "UNK"
                              for w in kept]
