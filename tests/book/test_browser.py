@@ -22,6 +22,8 @@ Debian package `chromium` when it is missing).
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import functools
 import http.server
 import json
@@ -49,8 +51,13 @@ from check_pdf import PROVENANCE
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("site-browser")]
 
 CHROMIUM = os.environ.get("ATTNXAI_CHROMIUM", "/usr/bin/chromium")
+# No request leaves the machine: every host but the test server's 127.0.0.1 fails to resolve (IP
+# addresses included), so the pages keep Chromium's HTTP cache (routing every request through
+# Playwright would turn it off and cost a round trip to Python per file); what a page asks of
+# another host is still recorded (its "request" event) and reported.
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 #: A figure is scaled to the column (never scrolled sideways); shown under this share of its
@@ -75,6 +82,9 @@ TEX = [
 #: Relation signs (and a binary plus) that may not start a line of a sentence's inline maths:
 #: TeX breaks inline maths after them (book/static/attnxai-mathjax.js).
 LINE_START_SIGNS = "=<>≤≥≠≈≡∼≃≅∈∉⊂⊆⊃⊇→←↦⇒⇔∝≪≫+±×⋅"
+#: Pages loading at once in :func:`visits` (the desktop and the phone view of one page): Chromium
+#: renders them side by side while the test measures the one that has settled.
+IN_FLIGHT = 2
 #: The longest a page may take to settle (fonts, MathJax, the book's script): a bound for a
 #: page that never settles, not a delay; a loaded machine takes a few seconds at most.
 SETTLE_TIMEOUT_MS = 120_000
@@ -256,6 +266,31 @@ JS_SHOWN_TEXT = """() => {
   return art.textContent;
 }"""
 
+JS_MATHS = """() => ({
+  on_page: !!document.querySelector("article .math, article mjx-container"),
+  loaded: !!document.querySelector('script[src*="mathjax/"]')})"""
+
+JS_COUNTS = """() => ({
+  proof: document.querySelectorAll("article .proof.admonition, article div.proof").length,
+  exercise: document.querySelectorAll("article .exercise.admonition").length,
+  solution: document.querySelectorAll("article .solution.admonition").length,
+  titles: Array.from(document.querySelectorAll("article .exercise .admonition-title")).map(e => e.textContent.trim())})"""
+
+JS_LINKS = """() => Array.from(document.querySelectorAll("a[href]")).map(a => ({
+  href: a.getAttribute("href"), text: a.textContent.trim()}))"""
+
+# Everything a visit measures on a settled page, read in one call (in this order; nothing here
+# changes the page): on the desktop (``full``) its text, boxes, links and chapter too.
+JS_VISIT = f"""([signs, full]) => {{
+  const out = {{wide: ({JS_WIDE})(), layout: ({JS_LAYOUT})(signs), maths: ({JS_MATHS})(),
+               images: ({JS_IMAGES})()}};
+  if (full) Object.assign(out, {{text: ({JS_TEXT})(), shown_text: ({JS_SHOWN_TEXT})(),
+                                 counts: ({JS_COUNTS})(), links: ({JS_LINKS})(),
+                                 chapter: ({JS_CHAPTER})()}});
+  out.shading = ({JS_SHADING})();
+  return out;
+}}"""
+
 
 # ---------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
@@ -282,12 +317,23 @@ def server(site):
     yield from _serve(site)
 
 
+_BUILDER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="repository-site")
+
+
+@functools.lru_cache(maxsize=1)
+def _repository_build() -> concurrent.futures.Future:
+    """build_repository_site() in a thread of its own (a jupyter-book process: the thread only
+    waits), started once: :func:`visits` starts it when a test of the session needs that site, so
+    that it builds while the main site is visited."""
+    return _BUILDER.submit(build_repository_site)
+
+
 @pytest.fixture(scope="module")
 def repository_site(book_model) -> Path:
     """A few pages built for TEST_REPOSITORY (tests/booksite.py), as the deploy workflow builds
     for $GITHUB_REPOSITORY."""
     try:
-        html, _, _ = build_repository_site()
+        html, _, _ = _repository_build().result()
     except BuildFailed as exc:
         pytest.fail(str(exc))
     return html
@@ -295,13 +341,8 @@ def repository_site(book_model) -> Path:
 
 @pytest.fixture(scope="module")
 def repository_visits(repository_site, browser) -> dict[tuple[str, str], dict]:
-    results = {}
     for url in _serve(repository_site):
-        context = browser.new_context(viewport=DESKTOP)
-        for page_name in _pages(repository_site):
-            results[("desktop", page_name)] = _visit(context, url, page_name, full=True)
-        context.close()
-    return results
+        return _visit_all(browser, url, repository_site, (("desktop", DESKTOP),))
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -355,19 +396,43 @@ CHAPTERS = _chapters()
 
 
 @pytest.fixture(scope="module")
-def visits(site, server, browser) -> dict[tuple[str, str], dict]:
+def visits(request, site, server, browser) -> dict[tuple[str, str], dict]:
     """Every page, on a desktop and on a phone: what the checks below need."""
-    results = {}
-    for screen, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
-        context = browser.new_context(viewport=viewport)
-        for page_name in _pages(site):
-            results[(screen, page_name)] = _visit(context, server, page_name,
-                                                  full=(screen == "desktop"))
+    if any("repository_site" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        _repository_build()                   # builds meanwhile (a process of its own)
+    return _visit_all(browser, server, site, (("desktop", DESKTOP), ("phone", PHONE)))
+
+
+def _visit_all(browser, server: str, site: Path, screens) -> dict[tuple[str, str], dict]:
+    """:func:`_visit` of every page of ``site`` on each of ``screens`` ((name, viewport); the
+    first one's visit is ``full``), :data:`IN_FLIGHT` pages loading at once; in the order screen
+    by screen, page by page."""
+    contexts = {screen: browser.new_context(viewport=viewport) for screen, viewport in screens}
+    order = [(screen, name) for screen, _ in screens for name in _pages(site)]
+    full = screens[0][0]
+    results, loading = {}, collections.deque()
+    for name in _pages(site):
+        # (the page's HTML, as test_solution_dropdown_opens_on_click selects its pages)
+        dropdown = 'class="solution dropdown' in (site / name).read_text()
+        for screen, _ in screens:
+            if len(loading) >= IN_FLIGHT:
+                key, visit = loading.popleft()
+                results[key] = visit()
+            loading.append(((screen, name), _visit(contexts[screen], server, name,
+                                                   full=(screen == full),
+                                                   dropdown=dropdown and screen == full)))
+    while loading:
+        key, visit = loading.popleft()
+        results[key] = visit()
+    for context in contexts.values():
         context.close()
-    return results
+    return {key: results[key] for key in order}
 
 
-def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
+def _visit(context, server: str, page_name: str, *, full: bool, dropdown: bool = False):
+    """Open ``page_name`` in a new page of ``context``; returns a function that, once called,
+    waits for the page to settle, measures it (and, with ``dropdown``, clicks its first solution
+    dropdown, last), closes it and returns what was measured."""
     page = context.new_page()
     errors, external, failed = [], [], []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -376,40 +441,39 @@ def _visit(context, server: str, page_name: str, *, full: bool) -> dict:
             if r.url.startswith(server) else None)
     page.on("response", lambda r: failed.append(f"{r.url} (HTTP {r.status})")
             if r.url.startswith(server) and r.status >= 400 else None)
+    # any other host fails to resolve (ARGS): the request is made, never sent
+    page.on("request", lambda r: external.append(r.url)
+            if not r.url.startswith((server, "data:")) else None)
+    page.goto(server + page_name, wait_until="commit")
 
-    def route(r):
-        if r.request.url.startswith(server) or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            external.append(r.request.url)
-            r.abort()
+    def measure() -> dict:
+        page.wait_for_load_state("load")
+        unsettled = _settle(page)
+        got = page.evaluate(JS_VISIT, [LINE_START_SIGNS, full])
+        wide = got.pop("wide")
+        out = {"errors": errors, "external": external, "failed": failed,
+               "overflow": ([unsettled] if unsettled else []) + wide["bad"],
+               "equations": wide["equations"], "scrolling": wide["scrolling"], **got}
+        if dropdown:
+            out["dropdown"] = _open_solution(page)
+        page.close()
+        return out
 
-    page.route("**/*", route)
-    page.goto(server + page_name, wait_until="load")
-    unsettled = _settle(page)
-    wide = page.evaluate(JS_WIDE)
-    out = {"errors": errors, "external": external, "failed": failed,
-           "overflow": ([unsettled] if unsettled else []) + wide["bad"],
-           "equations": wide["equations"], "scrolling": wide["scrolling"],
-           "layout": page.evaluate(JS_LAYOUT, LINE_START_SIGNS),
-           "maths": page.evaluate("""() => ({
-               on_page: !!document.querySelector("article .math, article mjx-container"),
-               loaded: !!document.querySelector('script[src*="mathjax/"]')})"""),
-           "images": page.evaluate(JS_IMAGES)}
-    if full:
-        out["text"] = page.evaluate(JS_TEXT)
-        out["shown_text"] = page.evaluate(JS_SHOWN_TEXT)
-        out["counts"] = page.evaluate("""() => ({
-            proof: document.querySelectorAll("article .proof.admonition, article div.proof").length,
-            exercise: document.querySelectorAll("article .exercise.admonition").length,
-            solution: document.querySelectorAll("article .solution.admonition").length,
-            titles: Array.from(document.querySelectorAll("article .exercise .admonition-title")).map(e => e.textContent.trim())})""")
-        out["links"] = page.evaluate("""() => Array.from(document.querySelectorAll("a[href]")).map(a => ({
-            href: a.getAttribute("href"), text: a.textContent.trim()}))""")
-        out["chapter"] = page.evaluate(JS_CHAPTER)
-    out["shading"] = page.evaluate(JS_SHADING)
-    page.close()
-    return out
+    return measure
+
+
+def _open_solution(page) -> str | None:
+    """Click the page's first solution dropdown: None once it opens, else what went wrong."""
+    sol = page.locator(".solution.dropdown").first
+    body = sol.locator("section").first
+    if body.is_visible():
+        return "the solution is open before any click"
+    sol.locator("button.toggle-button, .admonition-title").first.click()
+    try:
+        body.wait_for(state="visible", timeout=3000)
+    except Exception:                                  # noqa: BLE001 - reported
+        return "the solution did not open on click"
+    return None
 
 
 def _settle(page) -> str | None:
@@ -842,27 +906,16 @@ def test_a_build_for_a_repository_points_there(repository_visits, repository_sit
     assert not any(problems.values()), _report(problems)
 
 
-def test_solution_dropdown_opens_on_click(site, server, browser):
+def test_solution_dropdown_opens_on_click(site, visits):
+    """On the desktop, each page with a solution dropdown shows it closed and opens it on a click
+    (clicked by :func:`visits`, once the page is measured)."""
     pages = [p for p in _pages(site) if 'class="solution dropdown' in (site / p).read_text()]
     if os.environ.get("ATTNXAI_EDITION") == "student":
         assert not pages, f"solutions in the student edition: {pages}"
         return
     assert pages, "no page has a solution dropdown"
-    page = browser.new_page(viewport=DESKTOP)
-    problems = []
-    for name in pages:
-        page.goto(server + name, wait_until="load")
-        sol = page.locator(".solution.dropdown").first
-        body = sol.locator("section").first
-        if body.is_visible():
-            problems.append(f"{name}: the solution is open before any click")
-            continue
-        sol.locator("button.toggle-button, .admonition-title").first.click()
-        try:
-            body.wait_for(state="visible", timeout=3000)
-        except Exception:                                  # noqa: BLE001
-            problems.append(f"{name}: the solution did not open on click")
-    page.close()
+    problems = [f"{name}: {visits[('desktop', name)]['dropdown']}" for name in pages
+                if visits[("desktop", name)]["dropdown"] is not None]
     assert not problems, "\n".join(problems)
 
 

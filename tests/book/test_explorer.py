@@ -35,6 +35,7 @@ import pytest
 
 from attnxai import explorer, normalize_for_lime, tokenize
 from attnxai.text import dropped_characters
+from attnxai.threads import single_threaded
 from booksite import OUT, ROOT, book_env, execution_cache
 from conftest import make_tiny, tiny_text
 from test_browser import DESKTOP, PHONE, _serve, browser, server, site  # noqa: F401 (fixtures)
@@ -49,10 +50,12 @@ TOL = explorer.TOLERANCE
 STATIC = ROOT / "book" / "static" / "explorer"
 #: Test reviews compared on the built page: every 125th of the 25,000 (200 reviews).
 PAGE_REVIEWS = range(0, 25_000, 125)
-JS_READ = """async ([base, texts]) => {
+#: The reviews are fetched from the module server once (texts.json), not sent with each call.
+JS_READ = """async ([base, start, stop]) => {
   const core = await import(new URL("../core.js", base).href);
   const model = window.__model || (window.__model = await core.loadModel(base));
-  return JSON.stringify(texts.map(t => { const d = core.readText(model, t);
+  const all = window.__texts || (window.__texts = await (await fetch(new URL("../texts.json", base))).json());
+  return JSON.stringify(all.slice(start, stop).map(t => { const d = core.readText(model, t);
     return d.error ? {error: d.error}
       : {tokens: d.tokens, rows: d.rows, n: d.nTokens, cut: d.cut, unknown: d.unknown, dropped: d.dropped}; }));
 }"""
@@ -62,6 +65,35 @@ JS_EXPLAIN = """async ([base, texts]) => {
   return JSON.stringify(texts.map(t => { const d = core.readText(model, t);
     return d.error ? {error: d.error} : core.toJSON(model, d, core.explain(model, d)); }));
 }"""
+#: Each text typed into the built page's explorer as a reader's input does (its value set, an
+#: input event), then, once the page has shown its result (data-seq past the one before, state
+#: ready or refused: what Explore.wait waits for), what Copy as JSON gives. Started by one call
+#: (window.__typed, a promise of the JSON), collected by another (JS_TYPED), so that several
+#: pages type at once.
+JS_TYPED = "() => window.__typed"
+JS_TYPE_EACH = """([texts, limit]) => { window.__typed = (async () => {
+  const x = document.querySelector(".attnxai-explorer"), box = x.querySelector("textarea");
+  const out = [];
+  for (const [i, t] of texts.entries()) {
+    const before = +(x.dataset.seq || 0);
+    const shown = () => +x.dataset.seq > before && ["ready", "refused"].includes(x.dataset.state);
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { seen.disconnect();
+        reject(new Error(`text ${i}: no result within ${limit} ms`)); }, limit);
+      const seen = new MutationObserver(() => {
+        if (shown()) { seen.disconnect(); clearTimeout(timer); resolve(); } });
+      seen.observe(x, {attributes: true, attributeFilter: ["data-seq", "data-state"]});
+      box.focus();
+      box.value = t;
+      box.dispatchEvent(new InputEvent("input", {bubbles: true, inputType: "insertText", data: t}));
+    });
+    out.push(x.explorer.json());
+  }
+  return JSON.stringify(out);
+})(); }"""
+#: Pages of the Explore page that reviews are typed into at once (each waits for its own
+#: debounce while the other computes).
+TYPING_PAGES = 2
 
 
 def _gaps(page: dict, ex, labels=None) -> dict[str, float]:
@@ -114,21 +146,32 @@ def test_reading_matches_the_package_on_every_test_review(imdb, book_model, modu
     row_word = ["[CLS]", "UNK"] + meta["words"]
     texts = [r.text for r in imdb.test]
     assert len(texts) == 25_000
+    (module_folder / "texts.json").write_text(json.dumps(texts))
+    chunks = range(0, len(texts), 2500)
+
+    def package(start):                 # the package's reading, here while the page reads
+        return [(tokenize(normalize_for_lime(text, 10**9)), dropped_characters(text))
+                for text in texts[start:start + 2500]]
+
     page = browser.new_page()
     page.goto(module_server + "index.html")
     bad = []
-    for start in range(0, len(texts), 2500):
-        chunk = texts[start:start + 2500]
-        got = json.loads(page.evaluate(JS_READ, [module_server + "quick/", chunk]))
-        for i, (text, g) in enumerate(zip(chunk, got)):
-            full = tokenize(normalize_for_lime(text, 10**9))
-            kept = full[:limit]
-            want_rows = [w if vocab.stoi.get(w, vocab.unk_id) != vocab.unk_id else "UNK" for w in kept]
-            if ("error" in g or g["tokens"] != kept or [row_word[r] for r in g["rows"]] != want_rows
-                    or g["n"] != len(full) or g["cut"] != len(full) - len(kept)
-                    or g["unknown"] != [w for w in dict.fromkeys(kept) if w not in vocab.stoi]
-                    or g["dropped"] != dropped_characters(text)):
-                bad.append(start + i)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        wanted = [pool.submit(package, start) for start in chunks]
+        for k, start in enumerate(chunks):
+            got = json.loads(page.evaluate(JS_READ, [module_server + "quick/", start, start + 2500]))
+            assert len(got) == min(2500, len(texts) - start)
+            want, wanted[k] = wanted[k].result(), None          # (its memory, once read)
+            for i, (text, g, (full, dropped)) in enumerate(zip(texts[start:], got, want)):
+                kept = full[:limit]
+                want_rows = [w if vocab.stoi.get(w, vocab.unk_id) != vocab.unk_id else "UNK"
+                             for w in kept]
+                if ("error" in g or g["tokens"] != kept
+                        or [row_word[r] for r in g["rows"]] != want_rows
+                        or g["n"] != len(full) or g["cut"] != len(full) - len(kept)
+                        or g["unknown"] != [w for w in dict.fromkeys(kept) if w not in vocab.stoi]
+                        or g["dropped"] != dropped):
+                    bad.append(start + i)
     page.close()
     assert not bad, f"{len(bad)} of 25,000 reviews read differently, e.g. test reviews {bad[:10]}"
 
@@ -233,12 +276,25 @@ def test_page_equals_the_package_on_200_test_reviews(imdb, exported, explore_url
     logits and every explainer equal explain_page's on the exported model, to TOL; the worst gap
     per explainer is printed."""
     texts = [imdb.test[i].text for i in PAGE_REVIEWS]
+
+    def package():      # one thread (Chromium computes on the other core meanwhile)
+        with single_threaded():
+            return [_explain_quietly(exported, t) for t in texts]
+
     with concurrent.futures.ThreadPoolExecutor(1) as pool:         # the package meanwhile
-        expected = pool.map(lambda t: _explain_quietly(exported, t), texts)
-        page = Explore(browser, explore_url)
-        got = [page.explain(t) for t in texts]
-        page.close()
-        expected = list(expected)
+        expected = pool.submit(package)
+        pages = [Explore(browser, explore_url) for _ in range(TYPING_PAGES)]
+        shares = [texts[k::TYPING_PAGES] for k in range(TYPING_PAGES)]
+        for page, share in zip(pages, shares):
+            page.page.evaluate(JS_TYPE_EACH, [share, 60_000])
+        typed = [json.loads(page.page.evaluate(JS_TYPED)) for page in pages]
+        for page in pages:
+            page.close()
+        got = [None] * len(texts)
+        for k, share in enumerate(typed):
+            got[k::TYPING_PAGES] = share
+        expected = expected.result()
+    assert len(got) == len(texts)
     worst, where, bad = {}, {}, []
     for i, (g, ex) in enumerate(zip(got, expected)):
         assert g["tokens"] == ex.tokens, f"review {PAGE_REVIEWS[i]}: tokens differ"
@@ -250,7 +306,7 @@ def test_page_equals_the_package_on_200_test_reviews(imdb, exported, explore_url
                 bad.append((PAGE_REVIEWS[i], k, v))
     print("worst |page - package| / max |package| over 200 test reviews:",
           {k: f"{v:.2e} (review {where[k]})" for k, v in worst.items()})
-    assert not page.errors, page.errors
+    assert not [e for page in pages for e in page.errors], [page.errors for page in pages]
     assert not bad, bad[:10]
     assert sum(ex.cut > 0 for ex in expected) > 0, "no review long enough to be cut"
 
@@ -447,12 +503,16 @@ def test_compact_explorers_in_the_chapters(site, server, exported, browser):  # 
     pages = [p for p in COMPACT if (site / p).is_file()]
     if not pages:
         pytest.skip("the site was built without chapters 2, 3, 5 and 9 (ATTNXAI_TEST_TOC)")
-    for name in pages:
+    opened = []
+    for name in pages:                      # every page loads at once, each in its own context
         ctx = browser.new_context(viewport=PHONE)
         requests = []
-        ctx.on("request", lambda r: requests.append(r.url))
+        ctx.on("request", lambda r, requests=requests: requests.append(r.url))
         page = ctx.new_page()
-        page.goto(server + name, wait_until="load")
+        page.goto(server + name, wait_until="commit")
+        opened.append((name, ctx, requests, page))
+    for name, ctx, requests, page in opened:
+        page.wait_for_load_state("load")
         page.wait_for_function("document.documentElement.hasAttribute('data-attnxai-settled')",
                                timeout=120_000)
         root = page.locator(".attnxai-explorer")
