@@ -70,11 +70,11 @@ data: setup
 
 # The paper's model. Cached: found offline (`info`), so targets that only need it (student,
 # pdf: they reuse the executed chapters of `make book`) never need IMDb. Missing: IMDb is fetched
-# and the model trained.
+# and the model trained (the training loads IMDb itself: no process of its own for `data`).
 model: setup
 	@$(BIN)/python -m attnxai info --profile paper >/dev/null 2>&1 || $(MAKE) --no-print-directory train-paper
 
-train-paper: data
+train-paper: setup
 	$(BIN)/python -m attnxai train --profile paper
 
 book: model
