@@ -35,15 +35,14 @@ flags = {"index-url": "--index-url", "extra-index-url": "--extra-index-url",
          "find-links": "--find-links"}
 listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
                         text=True).stdout
-sources = []
+pairs = {}                                  # each source once, in pip's order
 for line in listed.splitlines():
     key, _, value = line.partition("=")
     flag = flags.get(key.rpartition(".")[2])
     for v in value.strip().strip("'\"").split() if flag else ():
-        if [flag, v] not in [sources[i:i + 2] for i in range(0, len(sources), 2)]:
-            sources += [flag, v]
+        pairs[(flag, v)] = None
 uv, *args = sys.argv[1:]
-os.execv(uv, [uv, "pip", "install", *sources, *args])
+os.execv(uv, [uv, "pip", "install", *[x for pair in pairs for x in pair], *args])
 endef
 export UV_WITH_PIP_SOURCES
 
