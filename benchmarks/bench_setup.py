@@ -11,8 +11,8 @@ alternate which goes first from one round to the next, so that a change of the m
 falls on both. It reports each run's wall time, the CPU time of its processes, the load
 average before and after, and whether the venv holds exactly the versions of constraints.txt
 (``pip freeze``, less pip and uv themselves, ``+cpu`` dropped as constraints.txt drops it).
-Whether uv compiles bytecode at install follows ``PYTHONDONTWRITEBYTECODE`` as in the Makefile
-(recorded in the header). Not a test: a run takes minutes and downloads from the package index.
+Whether the set-up writes bytecode after uv's install (the modules the book imports, imported
+once) follows ``PYTHONDONTWRITEBYTECODE`` as in the Makefile (recorded in the header). Not a test: a run takes minutes and downloads from the package index.
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ def main() -> None:
                     f"--installers {args.installers} --out {args.out}\n"
                     f"# code: {commit}; {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
                     f"PYTHONDONTWRITEBYTECODE={dont!r} ("
-                    + ("set: uv compiles bytecode at install, as pip does" if dont else
+                    + ("set: after uv, the modules the book imports are imported once to write their "
+                       "bytecode (Makefile, PRECOMPILE_*); pip compiles all at install" if dont else
                        "unset: uv leaves bytecode to Python's first import")
                     + f"); written "
                     f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}\n")

@@ -52,8 +52,9 @@ def _setup_recipe(tmp_path, **env):
 def test_setup_with_uv_installs_the_pins_with_torch_from_pips_sources(tmp_path):
     """uv is pinned; torch is installed first, by uv from pip's configured sources (they decide
     which build: uv reads no pip configuration), by pip itself if that fails; uv then installs the
-    same pinned spec as the pip fallback; uv compiles bytecode exactly when
-    PYTHONDONTWRITEBYTECODE stops Python doing it."""
+    same pinned spec as the pip fallback; then, where PYTHONDONTWRITEBYTECODE stops Python writing
+    bytecode as it imports, the modules the book's processes import are imported once with
+    writing on (uv compiles nothing itself)."""
     pins = [ln for ln in (ROOT / "constraints.txt").read_text().splitlines() if ln.startswith("uv==")]
     assert len(pins) == 1
     spec = '-c constraints.txt -e ".[book,test,dask]"'
@@ -68,8 +69,10 @@ def test_setup_with_uv_installs_the_pins_with_torch_from_pips_sources(tmp_path):
         fallback = next(i for i, ln in enumerate(lines) if "-m pip install --quiet " + spec in ln)
         assert get_uv < torch_uv < torch_pip < uv < fallback
         assert lines[torch_uv + 1].endswith("--no-deps -c constraints.txt torch ||")
-        assert lines[uv].endswith(spec + ";")
-        assert ("--compile-bytecode" in lines[uv]) == bool(dont_write)
+        assert "--compile-bytecode" not in lines[uv] and lines[uv].endswith(spec + " &&")
+        assert lines[uv + 1].startswith('{ [ -z "$PYTHONDONTWRITEBYTECODE" ] || '
+                                        "PYDEVD_DISABLE_FILE_VALIDATION=1 ")
+        assert lines[uv + 2].startswith('"$PRECOMPILE_IMPORTS" "torch ')
     assert '[ "pip" = uv ]' in " ".join(_setup_recipe(tmp_path, INSTALLER="pip"))
 
 
@@ -98,3 +101,52 @@ def test_uv_gets_pips_sources(tmp_path):
     assert pairs == sorted([("--find-links", "/wheels/a"), ("--find-links", "/wheels/b"),
                             ("--extra-index-url", "https://download.pytorch.org/whl/cpu"),
                             ("--index-url", "https://example.org/simple")])
+
+
+def _make_variable(name: str) -> str:
+    import re
+
+    make = (ROOT / "Makefile").read_text()
+    found = re.search(rf"^define {name}\n(.*?)^endef", make, re.S | re.M)
+    if found:
+        return found.group(1)
+    value = re.search(rf"^{name} := ((?:.*\\\n)*.*)$", make, re.M).group(1)
+    return " ".join(value.replace("\\\n", " ").split())
+
+
+def test_the_modules_precompiled_at_set_up_exist():
+    """Every module the set-up imports to write its bytecode is one the pinned environment has
+    (a name misspelt, or gone in a new version, would stop `make setup`)."""
+    import importlib.util
+
+    for group in ("PRECOMPILE_NUMERICS", "PRECOMPILE_NOTEBOOKS"):
+        names = _make_variable(group).split()
+        assert len(names) > 10
+        missing = [n for n in names if importlib.util.find_spec(n) is None]
+        assert missing == [], f"{group} names modules this environment lacks: {missing}"
+    numerics = _make_variable("PRECOMPILE_NUMERICS").split()
+    assert numerics[0] == "torch"     # the one uv installs in a call of its own
+
+
+def test_precompiling_writes_each_groups_bytecode_despite_pythondontwritebytecode(tmp_path):
+    """PRECOMPILE_IMPORTS imports each group (one process per group) with bytecode writing on,
+    under PYTHONDONTWRITEBYTECODE=1, and fails when a module of any group fails to import."""
+    import os
+    import subprocess
+    import sys
+
+    for name in ("alpha", "beta", "gamma"):
+        (tmp_path / f"{name}.py").write_text(f"VALUE = {name!r}\n")
+    (tmp_path / "broken.py").write_text("raise ImportError('broken on purpose')\n")
+    script = _make_variable("PRECOMPILE_IMPORTS")
+    env = os.environ | {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tmp_path),
+                        "PRECOMPILE_IMPORTS": script}
+    run = subprocess.run([sys.executable, "-c", script, "alpha beta", "gamma"], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    written = sorted(p.name.split(".")[0] for p in (tmp_path / "__pycache__").glob("*.pyc"))
+    assert written == ["alpha", "beta", "gamma"]
+    for groups in (["alpha", "broken"], ["broken", "alpha"]):
+        run = subprocess.run([sys.executable, "-c", script, *groups], env=env,
+                             capture_output=True, text=True)
+        assert run.returncode != 0 and "broken on purpose" in run.stderr
