@@ -21,10 +21,35 @@ else
   out=_build/pdfcheck
 fi
 mkdir -p "$out/_build"
+# the student's PDF: the same chapters (their executed outputs reused), no solutions
+# (likewise in the folder of the student site's test build, tests/book/test_book.py, when there is one)
+if [ -d _build/student-test/_build/.doctrees ]; then
+  student=_build/student-test
+else
+  student=_build/pdfcheck-student
+fi
+mkdir -p "$student"
 export ATTNXAI_PROFILE=quick
 # the execution cache of this profile and seed (ATTNXAI_SEED: tests/booksite.py sets the tests' one)
 cache_name="$("$BIN/python" -c 'import sys; sys.path.insert(0, "book/_ext")
 from attnxai_book import execution_cache_name; print(execution_cache_name())')"
+student_edition() {
+  ATTNXAI_EDITION=student ATTNXAI_EXECUTION_CACHE="$PWD/$out/_build/$cache_name" \
+    "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going --path-output "$student" \
+    > "$student/build.log" 2>&1 || { tail -60 "$student/build.log"; return 1; }
+  rm -rf "$student/shots"
+  "$BIN/python" tests/check_pdf.py "$student/_build/latex" --edition student \
+    --shots "$student/shots"
+}
+# Where the test build executed the chapters already, the student's edition is built and read at
+# the same time as the instructor's (two processes: the builds share only that execution cache,
+# which they read). Elsewhere the instructor's build executes them, and the student's follows.
+student_pid=""
+if [ "$out" = _build/test ]; then
+  student_edition > "$student/check.log" 2>&1 &
+  student_pid=$!
+  trap '[ -z "$student_pid" ] || kill "$student_pid" 2>/dev/null || true' EXIT
+fi
 "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going \
   --path-output "$out" > "$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
 latex="$out/_build/latex"
@@ -44,20 +69,13 @@ if grep -n 'Undefined control sequence' "$latex/"*.log | head -3 | grep -q .; th
 fi
 rm -rf "$out/shots"
 "$BIN/python" tests/check_pdf.py "$latex" --shots "$out/shots" || fail=1
-# the student's PDF: the same chapters (their executed outputs reused), no solutions
-# (likewise in the folder of the student site's test build, tests/book/test_book.py, when there is one)
-if [ -d _build/student-test/_build/.doctrees ]; then
-  student=_build/student-test
+if [ -n "$student_pid" ]; then
+  wait "$student_pid" || fail=1
+  student_pid=""
+  cat "$student/check.log"
 else
-  student=_build/pdfcheck-student
+  student_edition || fail=1
 fi
-mkdir -p "$student"
-ATTNXAI_EDITION=student ATTNXAI_EXECUTION_CACHE="$PWD/$out/_build/$cache_name" \
-  "$BIN/jupyter-book" build . --builder pdflatex -W --keep-going --path-output "$student" \
-  > "$student/build.log" 2>&1 || { tail -60 "$student/build.log"; exit 1; }
-rm -rf "$student/shots"
-"$BIN/python" tests/check_pdf.py "$student/_build/latex" --edition student \
-  --shots "$student/shots" || fail=1
 echo "PDFs: $pdf (instructor), $student/_build/latex/attnxai-book.pdf (student);" \
   "built and checked in $(( $(date +%s) - start )) s"
 exit $fail
