@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed-stamp
 export ATTNXAI_CACHE ?= $(CURDIR)/.cache
 export PYTHONHASHSEED := 0
 
-.PHONY: book test setup data model train-paper bench clean notebooks student pdf pdf-student
+.PHONY: book test setup data model model-paper model-live train-paper bench clean notebooks student pdf pdf-student
 
 # The set-up: .venv with the versions of constraints.txt. uv (from PyPI, pinned there, installed
 # into .venv) installs them faster than pip (68 s against 244 s, warm caches: README.md,
@@ -96,11 +96,21 @@ setup: $(STAMP)
 data: setup
 	$(BIN)/python -c "import attnxai; print(attnxai.load_imdb())"
 
-# The paper's model. Cached: found offline (`info`), so targets that only need it (student,
-# pdf: they reuse the executed chapters of `make book`) never need IMDb. Missing: IMDb is fetched
-# and the model trained (the training loads IMDb itself: no process of its own for `data`).
+# The models the chapters load: the paper's, and the multilayer-quick model of chapter 8's live
+# run. Each is found offline in the cache (`info`), so targets that only need them (student, pdf:
+# they reuse the executed chapters of `make book`) never need IMDb. Missing, they are trained at
+# the same time, one process and one thread each (chapter 8 would otherwise train the second
+# while the other chapters wait for the first); the trainings load IMDb themselves (no process of
+# its own for `data`).
 model: setup
+	@$(MAKE) --no-print-directory -j2 model-paper model-live
+
+model-paper: setup
 	@$(BIN)/python -m attnxai info --profile paper >/dev/null 2>&1 || $(MAKE) --no-print-directory train-paper
+
+model-live: setup
+	@$(BIN)/python -m attnxai info --profile multilayer-quick >/dev/null 2>&1 || \
+	  OMP_NUM_THREADS=1 $(BIN)/python -m attnxai train --profile multilayer-quick --no-progress
 
 train-paper: setup
 	$(BIN)/python -m attnxai train --profile paper

@@ -173,8 +173,13 @@ def test_targets_that_reuse_a_built_book_do_not_need_imdb():
 
     for target in ("pdf", "student"):
         assert "model" in needs(target) and "data" not in needs(target), target
-    model = "\n".join(recipes["model"])
-    assert "attnxai info --profile paper" in model and "|| $(MAKE)" in model
-    # the training loads IMDb itself (no process of its own for `data`)
-    assert "setup" in needs("train-paper") and "train-paper" in model
+    # `model`: the paper's model and chapter 8's live one, each checked offline first, trained
+    # at once where missing; the trainings load IMDb themselves (no process of its own for `data`)
+    assert "-j2 model-paper model-live" in "\n".join(recipes["model"])
+    paper = "\n".join(recipes["model-paper"])
+    assert "attnxai info --profile paper" in paper and "|| $(MAKE)" in paper
+    assert "setup" in needs("train-paper") and "train-paper" in paper
     assert any("attnxai train --profile paper" in r for r in recipes["train-paper"])
+    live = " ".join(r.rstrip("\\").strip() for r in recipes["model-live"])
+    assert "attnxai info --profile multilayer-quick" in live
+    assert "|| OMP_NUM_THREADS=1 " in live and "attnxai train --profile multilayer-quick" in live
