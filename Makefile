@@ -99,9 +99,9 @@ data: setup
 # The models the chapters load: the paper's, and the multilayer-quick model of chapter 8's live
 # run. Each is found offline in the cache (`info`), so targets that only need them (student, pdf:
 # they reuse the executed chapters of `make book`) never need IMDb. Missing, they are trained at
-# the same time, one process and one thread each (chapter 8 would otherwise train the second
-# while the other chapters wait for the first); the trainings load IMDb themselves (no process of
-# its own for `data`).
+# the same time, one process and one thread each: the paper's training leaves the second core to
+# the small one, which chapter 8 would otherwise train in the chapters' phase (about a minute).
+# The trainings load IMDb themselves (no process of its own for `data`).
 model: setup
 	@$(MAKE) --no-print-directory -j2 model-paper model-live
 
