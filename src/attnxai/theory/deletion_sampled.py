@@ -121,14 +121,20 @@ def linear_sums(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
 
 
 @jit()
-def _subset_masks(seed, sizes, d, out, dense):
-    """``out[i]`` (uint8, for the model) and ``dense[i]`` (float64, for the sums): a uniformly
-    random set of ``sizes[i]`` of ``d`` features, by a partial Fisher-Yates shuffle per row
-    (numba's own Mersenne Twister, seeded by ``seed``) that draws the kept features or, when
-    fewer, the dropped ones."""
+def _subset_masks(seed, sizes, d, out, dense, Z, q, qs, wts):
+    """``out[i]`` (uint8, for the model) and ``dense[i]`` (float64, for the sums): for ``i <
+    sizes.size``, a uniformly random set of ``sizes[i]`` of ``d`` features, by a partial
+    Fisher-Yates shuffle per row (numba's own Mersenne Twister, seeded by ``seed``) that draws
+    the kept features or, when fewer, the dropped ones; rows ``sizes.size + i`` (when ``out``
+    has twice as many rows: the paired draws) the complement of row ``i``. ``wts[i]`` (written,
+    as many as ``out``'s rows): the draw's weight ``Z q[m] / qs[m]``, ``m`` its size (the
+    complement's, ``d - m``, has the same by symmetry: row ``i``'s is copied). The same
+    operations as numpy's ``Z * q[sizes] / qs[sizes]`` and ``1 - masks``, element by element."""
     np.random.seed(seed)
     idx = np.empty(d, dtype=np.int64)
-    for i in range(sizes.size):
+    half = sizes.size
+    paired = out.shape[0] > half
+    for i in range(half):
         m = sizes[i]
         flip = m > d - m                    # draw the d - m dropped features instead
         fill = 1 if flip else 0
@@ -136,14 +142,39 @@ def _subset_masks(seed, sizes, d, out, dense):
         for j in range(d):
             idx[j] = j
             out[i, j] = fill
-            dense[i, j] = fill
         for j in range(draw):
             k = j + np.random.randint(0, d - j)
             t = idx[j]
             idx[j] = idx[k]
             idx[k] = t
             out[i, idx[j]] = 1 - fill
-            dense[i, idx[j]] = 1 - fill
+        w = Z * q[m] / qs[m]
+        wts[i] = w
+        for j in range(d):
+            dense[i, j] = out[i, j]
+        if paired:                          # the complement's size d - m has the same weight
+            wts[half + i] = w
+            for j in range(d):
+                out[half + i, j] = 1 - out[i, j]
+                dense[half + i, j] = 1 - out[i, j]
+
+
+@jit()
+def _residual_sums(h, pred, beta0, wts, rw, total):
+    """The weighted residuals ``rw = (h - (beta0 + pred)) * wts[:, None]`` (n, K), written,
+    and, for ``K >= 2``, their column sums ``total`` (K,) added row after row from 0.0: the
+    operations of numpy's expression and of its ``rw.sum(axis=0)`` on a C-contiguous (n, K)
+    array with ``K >= 2`` (rows added in order; with ``K = 1`` numpy sums pairwise, and the
+    caller does)."""
+    n, K = h.shape
+    for k in range(K):
+        total[k] = 0.0
+    for i in range(n):
+        w = wts[i]
+        for k in range(K):
+            v = (h[i, k] - (beta0[k] + pred[i, k])) * w
+            rw[i, k] = v
+            total[k] += v
 
 
 class _Game:
@@ -208,14 +239,14 @@ class _Draws:
         rng = np.random.default_rng([self.seed, i])
         half = n // 2 if self.paired else n
         sizes = rng.choice(self.d + 1, size=half, p=self.qs).astype(np.int64)
+        if self.paired and 2 * half != n:
+            raise ValueError(f"paired draws need an even batch, got {n}")
         masks = np.empty((n, self.d), dtype=np.uint8)
         dense = np.empty((n, self.d), dtype=np.float64)
-        _subset_masks(int(rng.integers(2**31 - 1)), sizes, self.d, masks[:half], dense[:half])
-        wts = self.Z * self.q[sizes] / self.qs[sizes]
-        if self.paired:                  # the complement's size d - m has the same weight
-            masks[half:] = 1 - masks[:half]
-            dense[half:] = 1.0 - dense[:half]
-            wts = np.concatenate([wts, wts])
+        wts = np.empty(n)
+        # the paired rows (complements) are written by the kernel too
+        _subset_masks(int(rng.integers(2**31 - 1)), sizes, self.d, masks, dense, self.Z,
+                      self.q, self.qs, wts)
         return masks, dense, wts
 
 
@@ -277,12 +308,21 @@ def sample_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, value_fn, *,
     beta = _pilot(game, draws, control, full, value_fn, judged)
     Gb = linear_sums(W, beta) + _end_sums(game, np.asarray(W, dtype=np.float64), beta)
     parts: list[np.ndarray] = []         # each batch's estimate of G - G(b), (K, d + 1)
+    beta0 = np.ascontiguousarray(beta[:, 0])
 
     def draw_batch():
         X, Xf, wts = draws.batch(len(parts), BATCH)
-        r = game.heads(X) - (beta[:, 0] + Xf @ beta[:, 1:].T)             # (n, K) residuals
-        rw = r * wts[:, None]
-        parts.append(np.concatenate([rw.sum(axis=0)[:, None], rw.T @ Xf], axis=1) / len(X))
+        # (n, K) residuals times the weights, and their sums, compiled: the same bits as
+        # r = heads - (beta_0 + Xf @ beta[:, 1:].T); rw = r * wts[:, None]; rw.sum(axis=0)
+        pred = Xf @ beta[:, 1:].T
+        rw = np.empty(pred.shape)
+        part = np.empty((game.K, game.d + 1))
+        _residual_sums(game.heads(X), pred, beta0, wts, rw, part[:, 0])
+        if game.K == 1:                  # numpy's sum of one column is pairwise
+            part[:, 0] = rw.sum(axis=0)
+        part[:, 1:] = rw.T @ Xf
+        part /= len(X)
+        parts.append(part)
 
     def size() -> float:                 # ||values|| of the mean so far (the map is affine)
         return float(np.linalg.norm(value_fn(Gb + np.mean(parts, axis=0))[judged]))
