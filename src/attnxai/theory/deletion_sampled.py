@@ -121,19 +121,16 @@ def linear_sums(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
 
 
 @jit()
-def _subset_masks(seed, sizes, d, out, dense, Z, q, qs, wts):
-    """``out[i]`` (uint8, for the model) and ``dense[i]`` (float64, for the sums): for ``i <
-    sizes.size``, a uniformly random set of ``sizes[i]`` of ``d`` features, by a partial
+def _subset_masks(seed, sizes, d, out, dense):
+    """``out[i]`` (uint8, for the model) and ``dense[i]`` (float64, for the sums), ``i <
+    sizes.size``: a uniformly random set of ``sizes[i]`` of ``d`` features, by a partial
     Fisher-Yates shuffle per row (numba's own Mersenne Twister, seeded by ``seed``) that draws
-    the kept features or, when fewer, the dropped ones; rows ``sizes.size + i`` (when ``out``
-    has twice as many rows: the paired draws) the complement of row ``i``. ``wts[i]`` (written,
-    as many as ``out``'s rows): the draw's weight ``Z q[m] / qs[m]``, ``m`` its size (the
-    complement's, ``d - m``, has the same by symmetry: row ``i``'s is copied). The same
-    operations as numpy's ``Z * q[sizes] / qs[sizes]`` and ``1 - masks``, element by element."""
+    the kept features or, when fewer, the dropped ones. When ``out`` has ``2 * sizes.size``
+    rows (the paired draws), row ``sizes.size + i`` is the complement of row ``i`` (the values
+    of numpy's ``1 - out[:half]`` and ``1.0 - dense[:half]``, written here)."""
     np.random.seed(seed)
     idx = np.empty(d, dtype=np.int64)
     half = sizes.size
-    paired = out.shape[0] > half
     for i in range(half):
         m = sizes[i]
         flip = m > d - m                    # draw the d - m dropped features instead
@@ -148,15 +145,13 @@ def _subset_masks(seed, sizes, d, out, dense, Z, q, qs, wts):
             idx[j] = idx[k]
             idx[k] = t
             out[i, idx[j]] = 1 - fill
-        w = Z * q[m] / qs[m]
-        wts[i] = w
+    for i in range(half):                   # the float64 copy, then the complements
         for j in range(d):
             dense[i, j] = out[i, j]
-        if paired:                          # the complement's size d - m has the same weight
-            wts[half + i] = w
-            for j in range(d):
-                out[half + i, j] = 1 - out[i, j]
-                dense[half + i, j] = 1 - out[i, j]
+    for i in range(half, out.shape[0]):
+        for j in range(d):
+            out[i, j] = 1 - out[i - half, j]
+            dense[i, j] = out[i, j]
 
 
 @jit()
@@ -243,10 +238,11 @@ class _Draws:
             raise ValueError(f"paired draws need an even batch, got {n}")
         masks = np.empty((n, self.d), dtype=np.uint8)
         dense = np.empty((n, self.d), dtype=np.float64)
-        wts = np.empty(n)
-        # the paired rows (complements) are written by the kernel too
-        _subset_masks(int(rng.integers(2**31 - 1)), sizes, self.d, masks, dense, self.Z,
-                      self.q, self.qs, wts)
+        # the paired rows (the complements) are written by the kernel too
+        _subset_masks(int(rng.integers(2**31 - 1)), sizes, self.d, masks, dense)
+        wts = self.Z * self.q[sizes] / self.qs[sizes]
+        if self.paired:                  # the complement's size d - m has the same weight
+            wts = np.concatenate([wts, wts])
         return masks, dense, wts
 
 
