@@ -59,6 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..fastlime.kernels import _mt_twist, _temper_all
 from ..native import jit
 from ..threads import one_blas_thread
 from .lime_inputs import Tables, feature_owner
@@ -121,14 +122,38 @@ def linear_sums(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
 
 
 @jit()
+def _numba_seed(seed, key, buf):
+    """numba's ``np.random.seed(seed)`` (its ``numba_rnd_init``: the Mersenne Twister's
+    ``init_genrand``, ``seed`` < 2**32) into ``key`` (uint32[624]), and the first 624 words it
+    draws, tempered, into ``buf`` (the state's index starts at 624: the first draw
+    regenerates)."""
+    s = np.int64(seed) & 0xFFFFFFFF
+    for pos in range(624):
+        key[pos] = np.uint32(s)
+        s = (1812433253 * (s ^ (s >> 30)) + pos + 1) & 0xFFFFFFFF
+    _mt_twist(key)
+    _temper_all(key, buf)
+
+
+@jit()
 def _subset_masks(seed, sizes, d, out, dense):
     """``out[i]`` (uint8, for the model) and ``dense[i]`` (float64, for the sums), ``i <
     sizes.size``: a uniformly random set of ``sizes[i]`` of ``d`` features, by a partial
-    Fisher-Yates shuffle per row (numba's own Mersenne Twister, seeded by ``seed``) that draws
-    the kept features or, when fewer, the dropped ones. When ``out`` has ``2 * sizes.size``
-    rows (the paired draws), row ``sizes.size + i`` is the complement of row ``i`` (the values
-    of numpy's ``1 - out[:half]`` and ``1.0 - dense[:half]``, written here)."""
-    np.random.seed(seed)
+    Fisher-Yates shuffle per row that draws the kept features or, when fewer, the dropped ones.
+    When ``out`` has ``2 * sizes.size`` rows (the paired draws), row ``sizes.size + i`` is the
+    complement of row ``i`` (the values of numpy's ``1 - out[:half]`` and ``1.0 - dense[:half]``,
+    written here).
+
+    The shuffle's draws ``j + randint(0, d - j)`` are numba's ``np.random.seed(seed)`` then
+    ``np.random.randint(0, n)``, run here on a local copy of its Mersenne Twister (its global
+    state is reached through a call per draw): ``n = 1`` draws nothing and gives 0; otherwise
+    words ``y`` are drawn until ``y & mask < n``, ``mask`` the least all-ones value ``>= n -
+    1``, numba's (numpy's) rule. ``tests/theory/test_deletion_sampled_kernels.py`` compares the
+    two draw for draw."""
+    key = np.empty(624, dtype=np.uint32)
+    buf = np.empty(624, dtype=np.uint32)
+    _numba_seed(seed, key, buf)
+    pos = 0
     idx = np.empty(d, dtype=np.int64)
     half = sizes.size
     for i in range(half):
@@ -140,7 +165,25 @@ def _subset_masks(seed, sizes, d, out, dense):
             idx[j] = j
             out[i, j] = fill
         for j in range(draw):
-            k = j + np.random.randint(0, d - j)
+            n = d - j                       # randint(0, n)
+            r = 0
+            if n > 1:
+                mask = n - 1
+                mask |= mask >> 1
+                mask |= mask >> 2
+                mask |= mask >> 4
+                mask |= mask >> 8
+                mask |= mask >> 16
+                while True:
+                    if pos == 624:
+                        _mt_twist(key)
+                        _temper_all(key, buf)
+                        pos = 0
+                    r = np.int64(buf[pos]) & mask
+                    pos += 1
+                    if r < n:
+                        break
+            k = j + r
             t = idx[j]
             idx[j] = idx[k]
             idx[k] = t
@@ -176,6 +219,7 @@ class _Game:
     """The deletion game of one document, per head: ``heads(masks (n, d) uint8) -> (n, K)``."""
 
     def __init__(self, tb: Tables, feats: list[np.ndarray]):
+        from ..fastlime import kernels
         from ..fastlime.evaluate import DeleteEvaluator
 
         owner = feature_owner(feats, tb.T)
@@ -184,10 +228,14 @@ class _Game:
             raise ValueError("the sampled route needs attention scores within "
                              "fastlime.evaluate.MAX_SCORE_RANGE of each other (exp underflows)")
         self.K, self.d, self.evaluations = tb.n_heads, len(feats), 0
+        # the compiled kernels called directly (the backend resolved once, not per batch)
+        self._eval = self.ev.compiled_heads if kernels.resolve("auto") == "numba" \
+            else self.ev.heads
 
     def heads(self, masks: np.ndarray) -> np.ndarray:
+        """``masks`` 0 or 1."""
         self.evaluations += len(masks)
-        return self.ev.heads(np.ascontiguousarray(masks, dtype=np.uint8))
+        return self._eval(np.ascontiguousarray(masks, dtype=np.uint8))
 
 
 @dataclass
