@@ -84,3 +84,15 @@ def test_residual_sums_are_numpys(K):
         assert np.array_equal(total, want.sum(axis=0))
         assert not np.array_equal(total, np.array([np.sum(want[:, k]) for k in range(K)])), \
             "pairwise and sequential sums agree here: the data cannot tell the orders apart"
+
+
+@needs_numba
+def test_subset_masks_plain_python_is_the_compiled():
+    """Run as plain Python (without numba), the shuffle draws the same stream (numba's, from its
+    local generator), so the route's draws do not depend on the backend."""
+    sizes = np.tile(np.array([0, 1, 3, 7, 5, 2], dtype=np.int64), 120)     # > 624 words
+    compiled, cdense = np.empty((2 * sizes.size, 7), dtype=np.uint8), np.empty((2 * sizes.size, 7))
+    DS._subset_masks(9, sizes, 7, compiled, cdense)
+    plain, pdense = np.empty_like(compiled), np.empty_like(cdense)
+    DS._subset_masks.py_func(9, sizes, 7, plain, pdense)
+    assert np.array_equal(plain, compiled) and np.array_equal(pdense, cdense)
