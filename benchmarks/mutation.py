@@ -193,7 +193,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "the agreement study's --set settings checked but not given to the methods",
            tests=("tests/experiment/test_shapley_corpus.py::test_further_settings_reach_the_row_and_are_checked",)),
     Mutant("sampled-shuffle", "theory/deletion_sampled.py",
-           "k = j + np.random.randint(0, d - j)", "k = np.random.randint(0, d - j)",
+           "k = j + r\n", "k = r\n",
            "the partial Fisher-Yates shuffle drawing from the wrong range",
            label="prop-deletion-sampled", tests=SAMPLED),
     Mutant("sampled-importance-weight", "theory/deletion_sampled.py",

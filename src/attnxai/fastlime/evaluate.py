@@ -139,5 +139,20 @@ class DeleteEvaluator:
             den += self.fill_den[counts]
         return num / den
 
+    def compiled_heads(self, z: np.ndarray) -> np.ndarray:
+        """:meth:`heads` by the compiled kernels, called directly: for callers that evaluate
+        many batches and checked once that ``kernels.resolve(...)`` gives ``"numba"``. ``z``
+        (n, d) uint8, C-contiguous, 0 or 1 (not checked). The same bits as :meth:`heads`."""
+        n, K = len(z), self.K
+        r = np.empty((n, 2 * K))
+        counts = np.empty(n, dtype=np.int64)
+        kernels.delete_sums(z, self.word_index, self.A, self.B, r, counts)
+        out = np.empty((n, K))
+        empty = np.zeros((0, K))
+        kernels.head_ratios(r, self.cls_num, self.cls_den,
+                            empty if self.fill_num is None else self.fill_num,
+                            empty if self.fill_den is None else self.fill_den, counts, out)
+        return out
+
     def __call__(self, z: np.ndarray) -> np.ndarray:
         return self.heads(z).mean(axis=1)

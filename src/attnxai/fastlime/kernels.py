@@ -42,7 +42,8 @@ How exactness is guaranteed.
   ``a[k]*b[k] + a[K+k]*b[K+k]`` (and ``a[K+k]*b[k]``) in the order of the kept tokens, starting
   from 0.0 -- the very operations, in the same order, that :func:`delete_sums_numpy` does (its
   table holds those products and its sparse product adds rows ``1.0 * row`` in that order).
-  For speed the heads are padded to a multiple of 8 and summed as LLVM vectors, four samples
+  For speed the heads are padded to a multiple of 8 (of 2 or 4 for fewer heads) and summed as
+  LLVM vectors, four samples
   at a time, every token visited and a dropped token's term added as a zero (which changes no
   sum's bits: :func:`_group_sums`); each lane does its head's operations in its head's order.
   numba compiles without ``fastmath``, so LLVM neither fuses multiply-adds nor reorders the
@@ -252,26 +253,28 @@ def shuffle_masks_numpy(rs: np.random.RandomState, d: int, sizes: np.ndarray) ->
 #: Samples summed together by :func:`delete_sums` (they share each token's ``A`` row; 8 was
 #: slower, measured). :func:`delete_sums` packs a word's four flags into one 32-bit store.
 _GROUP = 4
-#: Heads per vector of :func:`_group_sums` (8 float64: one AVX-512 register, or two AVX2 ones).
+#: Heads per vector of :func:`_group_sums` (8 float64: one AVX-512 register, or two AVX2 ones);
+#: with at most 2 or 4 heads, vectors of 2 or 4 (two heads padded to 8 paid for 8: measured
+#: 1.3x to 1.8x slower at K = 2 and 3, T = 12 to 24, n = 4096, one thread, loaded machine).
 _LANES = 8
 
 
-def _group_sums_py(z, word_index, A8, B8, d, off1, off2, acc, cnt):
+def _group_sums_py(z, word_index, A8, B8, d, off1, off2, acc, cnt, lanes):
     """The plain-Python :func:`_group_sums` (without numba; never used for speed)."""
     T, stride = word_index.shape[0], A8.shape[1]
     for s in range(_GROUP):
         q = 0
-        num = [0.0] * _LANES
-        den = [0.0] * _LANES
+        num = [0.0] * lanes
+        den = [0.0] * lanes
         for t in range(T):
             keep = int(z[word_index[t] * _GROUP + s])
             r = q if keep else T
-            for ll in range(_LANES):
+            for ll in range(lanes):
                 num[ll] += A8[t, off1 + ll] * B8[r, off1 + ll] \
                     + A8[t, off2 + ll] * B8[r, off2 + ll]
                 den[ll] += A8[t, off2 + ll] * B8[r, off1 + ll]
             q += keep
-        for ll in range(_LANES):
+        for ll in range(lanes):
             acc[s * stride + off1 + ll] = num[ll]
             acc[s * stride + off2 + ll] = den[ll]
         cnt[s] = q
@@ -284,15 +287,16 @@ if numba is not None:
     from numba.extending import intrinsic as _intrinsic
 
     @_intrinsic
-    def _group_sums(typingctx, z, word_index, A8, B8, d, off1, off2, acc, cnt):
-        """The deletion sums of ``_GROUP`` samples over one block of ``_LANES`` heads, as LLVM
+    def _group_sums(typingctx, z, word_index, A8, B8, d, off1, off2, acc, cnt, lanes):
+        """The deletion sums of ``_GROUP`` samples over one block of ``lanes`` heads, as LLVM
         vectors (numba's own loops leave the heads scalar: it does not run LLVM's SLP
         vectoriser). Arguments: ``z`` uint8 (``d * _GROUP``,), the samples' masks, **0 or 1**,
         word-major (``z[j * _GROUP + s]``: one load reads a word's flags for the group);
         ``word_index`` int64 (T,); ``A8`` float64 (T, 2P) and ``B8`` float64 (T + 1, 2P),
         C-contiguous, finite, ``B8``'s last row zero; ``off1``, ``off2`` the block's first
         column in the ``num`` and ``den`` halves; ``acc`` float64 (``_GROUP * 2P``,) and
-        ``cnt`` int64 (``_GROUP``,), written.
+        ``cnt`` int64 (``_GROUP``,), written; ``lanes`` the heads of the block, a literal 2, 4
+        or 8 (:data:`_LANES`): the width of the vectors.
 
         For each token ``t`` in order and each sample ``s``, with ``q_s`` its tokens kept so
         far and ``k_s`` = 0 or 1 its mask at ``t``'s word, ``r = q_s`` if ``k_s`` else ``T``::
@@ -308,13 +312,16 @@ if numba is not None:
         chosen by integer arithmetic (an AND with ``-k_s``), with no branch and no select on
         vectors (LLVM turns those into branches, which mispredict: a kept word is a coin
         flip)."""
-        sig = _types.void(z, word_index, A8, B8, d, off1, off2, acc, cnt)
+        if not isinstance(lanes, _types.IntegerLiteral) or lanes.literal_value not in (2, 4, 8):
+            return None
+        width = lanes.literal_value
+        sig = _types.void(z, word_index, A8, B8, d, off1, off2, acc, cnt, lanes)
         for arr, ndim in ((z, 1), (word_index, 1), (A8, 2), (B8, 2), (acc, 1), (cnt, 1)):
             if not isinstance(arr, _types.Array) or arr.ndim != ndim or arr.layout != "C":
                 return None
 
         def codegen(context, builder, signature, args):
-            za, wa, aa, ba, d_, o1, o2, acca, cnta = args
+            za, wa, aa, ba, d_, o1, o2, acca, cnta, _ = args
             ty = signature.args
             arrays = [context.make_array(ty[k])(context, builder, args[k])
                       for k in (0, 1, 2, 3, 7, 8)]
@@ -323,8 +330,8 @@ if numba is not None:
             stride = _cgutils.unpack_tuple(builder, arrays[2].shape, 2)[1]
             zrow = builder.mul(n_tok, stride)                   # B8's row T: zeros
             f64, i64 = _ir.DoubleType(), _ir.IntType(64)
-            vf = _ir.VectorType(f64, _LANES)
-            zero = _ir.Constant(vf, [0.0] * _LANES)
+            vf = _ir.VectorType(f64, width)
+            zero = _ir.Constant(vf, [0.0] * width)
 
             def const(v):
                 return _ir.Constant(i64, v)
@@ -409,7 +416,8 @@ def delete_sums(masks, word_index, A, B, out, counts):
     ``A[t, K+k]*B[q, k]`` (its ``exp(score)``) to ``den[k]``, in the order of the tokens, from
     0.0. Returns nothing.
 
-    How. The heads are padded to ``P``, a multiple of ``_LANES`` (6 -> 8; zero columns), so
+    How. The heads are padded to ``P``, a multiple of ``L`` lanes (:data:`_LANES`, or 2 and 4
+    for at most 2 and 4 heads; 6 -> 8, 3 -> 4; zero columns), so
     that each token's terms are whole vectors, and :func:`_group_sums` runs over every token
     for ``_GROUP`` samples at once (they share the token's ``A`` row), adding a dropped token's
     terms as a zero: no list of kept tokens is built, no branch taken per token, and the
@@ -421,7 +429,8 @@ def delete_sums(masks, word_index, A, B, out, counts):
     n, d = masks.shape
     T = word_index.shape[0]
     K = A.shape[1] // 2
-    P = -(-K // _LANES) * _LANES
+    L = 2 if K <= 2 else (4 if K <= 4 else _LANES)      # heads per vector
+    P = -(-K // L) * L
     A8 = np.zeros((T, 2 * P))
     B8 = np.zeros((T + 1, 2 * P))               # row T: zeros, read for dropped tokens
     for t in range(T):
@@ -449,8 +458,13 @@ def delete_sums(masks, word_index, A, B, out, counts):
             for s in range(g, _GROUP):
                 for j in range(d):
                     z[j * _GROUP + s] = 0
-        for b in range(0, P, _LANES):
-            _group_sums(z, word_index, A8, B8, d, b, P + b, acc, cnt)
+        for b in range(0, P, L):               # the lane count a literal per call
+            if L == 2:
+                _group_sums(z, word_index, A8, B8, d, b, P + b, acc, cnt, 2)
+            elif L == 4:
+                _group_sums(z, word_index, A8, B8, d, b, P + b, acc, cnt, 4)
+            else:
+                _group_sums(z, word_index, A8, B8, d, b, P + b, acc, cnt, 8)
         for s in range(g):
             counts[i0 + s] = cnt[s]
             for k in range(K):

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..fastlime.kernels import _mt_twist, _temper_all
 from ..native import jit
 from ..threads import one_blas_thread
 from .lime_inputs import Tables, feature_owner
@@ -121,14 +122,41 @@ def linear_sums(W: np.ndarray, beta: np.ndarray) -> np.ndarray:
 
 
 @jit()
+def _numba_seed(seed, key, buf):
+    """numba's ``np.random.seed(seed)`` (its ``numba_rnd_init``: the Mersenne Twister's
+    ``init_genrand``, ``seed`` < 2**32) into ``key`` (uint32[624]), and the first 624 words it
+    draws, tempered, into ``buf`` (the state's index starts at 624: the first draw
+    regenerates)."""
+    s = np.int64(seed) & 0xFFFFFFFF
+    for pos in range(624):
+        key[pos] = np.uint32(s)
+        s = (1812433253 * (s ^ (s >> 30)) + pos + 1) & 0xFFFFFFFF
+    _mt_twist(key)
+    _temper_all(key, buf)
+
+
+@jit()
 def _subset_masks(seed, sizes, d, out, dense):
-    """``out[i]`` (uint8, for the model) and ``dense[i]`` (float64, for the sums): a uniformly
-    random set of ``sizes[i]`` of ``d`` features, by a partial Fisher-Yates shuffle per row
-    (numba's own Mersenne Twister, seeded by ``seed``) that draws the kept features or, when
-    fewer, the dropped ones."""
-    np.random.seed(seed)
+    """``out[i]`` (uint8, for the model) and ``dense[i]`` (float64, for the sums), ``i <
+    sizes.size``: a uniformly random set of ``sizes[i]`` of ``d`` features, by a partial
+    Fisher-Yates shuffle per row that draws the kept features or, when fewer, the dropped ones.
+    When ``out`` has ``2 * sizes.size`` rows (the paired draws), row ``sizes.size + i`` is the
+    complement of row ``i`` (the values of numpy's ``1 - out[:half]`` and ``1.0 - dense[:half]``,
+    written here).
+
+    The shuffle's draws ``j + randint(0, d - j)`` are numba's ``np.random.seed(seed)`` then
+    ``np.random.randint(0, n)``, run here on a local copy of its Mersenne Twister (its global
+    state is reached through a call per draw): ``n = 1`` draws nothing and gives 0; otherwise
+    words ``y`` are drawn until ``y & mask < n``, ``mask`` the least all-ones value ``>= n -
+    1``, numba's (numpy's) rule. ``tests/theory/test_deletion_sampled_kernels.py`` compares the
+    two draw for draw."""
+    key = np.empty(624, dtype=np.uint32)
+    buf = np.empty(624, dtype=np.uint32)
+    _numba_seed(seed, key, buf)
+    pos = 0
     idx = np.empty(d, dtype=np.int64)
-    for i in range(sizes.size):
+    half = sizes.size
+    for i in range(half):
         m = sizes[i]
         flip = m > d - m                    # draw the d - m dropped features instead
         fill = 1 if flip else 0
@@ -136,20 +164,62 @@ def _subset_masks(seed, sizes, d, out, dense):
         for j in range(d):
             idx[j] = j
             out[i, j] = fill
-            dense[i, j] = fill
         for j in range(draw):
-            k = j + np.random.randint(0, d - j)
+            n = d - j                       # randint(0, n)
+            r = 0
+            if n > 1:
+                mask = n - 1
+                mask |= mask >> 1
+                mask |= mask >> 2
+                mask |= mask >> 4
+                mask |= mask >> 8
+                mask |= mask >> 16
+                while True:
+                    if pos == 624:
+                        _mt_twist(key)
+                        _temper_all(key, buf)
+                        pos = 0
+                    r = np.int64(buf[pos]) & mask
+                    pos += 1
+                    if r < n:
+                        break
+            k = j + r
             t = idx[j]
             idx[j] = idx[k]
             idx[k] = t
             out[i, idx[j]] = 1 - fill
-            dense[i, idx[j]] = 1 - fill
+    for i in range(half):                   # the float64 copy, then the complements
+        for j in range(d):
+            dense[i, j] = out[i, j]
+    for i in range(half, out.shape[0]):
+        for j in range(d):
+            out[i, j] = 1 - out[i - half, j]
+            dense[i, j] = out[i, j]
+
+
+@jit()
+def _residual_sums(h, pred, beta0, wts, rw, total):
+    """The weighted residuals ``rw = (h - (beta0 + pred)) * wts[:, None]`` (n, K), written,
+    and, for ``K >= 2``, their column sums ``total`` (K,) added row after row from 0.0: the
+    operations of numpy's expression and of its ``rw.sum(axis=0)`` on a C-contiguous (n, K)
+    array with ``K >= 2`` (rows added in order; with ``K = 1`` numpy sums pairwise, and the
+    caller does)."""
+    n, K = h.shape
+    for k in range(K):
+        total[k] = 0.0
+    for i in range(n):
+        w = wts[i]
+        for k in range(K):
+            v = (h[i, k] - (beta0[k] + pred[i, k])) * w
+            rw[i, k] = v
+            total[k] += v
 
 
 class _Game:
     """The deletion game of one document, per head: ``heads(masks (n, d) uint8) -> (n, K)``."""
 
     def __init__(self, tb: Tables, feats: list[np.ndarray]):
+        from ..fastlime import kernels
         from ..fastlime.evaluate import DeleteEvaluator
 
         owner = feature_owner(feats, tb.T)
@@ -158,10 +228,14 @@ class _Game:
             raise ValueError("the sampled route needs attention scores within "
                              "fastlime.evaluate.MAX_SCORE_RANGE of each other (exp underflows)")
         self.K, self.d, self.evaluations = tb.n_heads, len(feats), 0
+        # the compiled kernels called directly (the backend resolved once, not per batch)
+        self._eval = self.ev.compiled_heads if kernels.resolve("auto") == "numba" \
+            else self.ev.heads
 
     def heads(self, masks: np.ndarray) -> np.ndarray:
+        """``masks`` 0 or 1."""
         self.evaluations += len(masks)
-        return self.ev.heads(np.ascontiguousarray(masks, dtype=np.uint8))
+        return self._eval(np.ascontiguousarray(masks, dtype=np.uint8))
 
 
 @dataclass
@@ -208,13 +282,14 @@ class _Draws:
         rng = np.random.default_rng([self.seed, i])
         half = n // 2 if self.paired else n
         sizes = rng.choice(self.d + 1, size=half, p=self.qs).astype(np.int64)
+        if self.paired and 2 * half != n:
+            raise ValueError(f"paired draws need an even batch, got {n}")
         masks = np.empty((n, self.d), dtype=np.uint8)
         dense = np.empty((n, self.d), dtype=np.float64)
-        _subset_masks(int(rng.integers(2**31 - 1)), sizes, self.d, masks[:half], dense[:half])
+        # the paired rows (the complements) are written by the kernel too
+        _subset_masks(int(rng.integers(2**31 - 1)), sizes, self.d, masks, dense)
         wts = self.Z * self.q[sizes] / self.qs[sizes]
         if self.paired:                  # the complement's size d - m has the same weight
-            masks[half:] = 1 - masks[:half]
-            dense[half:] = 1.0 - dense[:half]
             wts = np.concatenate([wts, wts])
         return masks, dense, wts
 
@@ -277,12 +352,21 @@ def sample_sums(tb: Tables, feats: list[np.ndarray], W: np.ndarray, value_fn, *,
     beta = _pilot(game, draws, control, full, value_fn, judged)
     Gb = linear_sums(W, beta) + _end_sums(game, np.asarray(W, dtype=np.float64), beta)
     parts: list[np.ndarray] = []         # each batch's estimate of G - G(b), (K, d + 1)
+    beta0 = np.ascontiguousarray(beta[:, 0])
 
     def draw_batch():
         X, Xf, wts = draws.batch(len(parts), BATCH)
-        r = game.heads(X) - (beta[:, 0] + Xf @ beta[:, 1:].T)             # (n, K) residuals
-        rw = r * wts[:, None]
-        parts.append(np.concatenate([rw.sum(axis=0)[:, None], rw.T @ Xf], axis=1) / len(X))
+        # (n, K) residuals times the weights, and their sums, compiled: the same bits as
+        # r = heads - (beta_0 + Xf @ beta[:, 1:].T); rw = r * wts[:, None]; rw.sum(axis=0)
+        pred = Xf @ beta[:, 1:].T
+        rw = np.empty(pred.shape)
+        part = np.empty((game.K, game.d + 1))
+        _residual_sums(game.heads(X), pred, beta0, wts, rw, part[:, 0])
+        if game.K == 1:                  # numpy's sum of one column is pairwise
+            part[:, 0] = rw.sum(axis=0)
+        part[:, 1:] = rw.T @ Xf
+        part /= len(X)
+        parts.append(part)
 
     def size() -> float:                 # ||values|| of the mean so far (the map is affine)
         return float(np.linalg.norm(value_fn(Gb + np.mean(parts, axis=0))[judged]))
