@@ -259,7 +259,7 @@ _GROUP = 4
 _LANES = 8
 
 
-def _group_sums_py(z, word_index, A8, B8, d, off1, off2, acc, cnt, lanes):
+def _group_sums_py(z, word_index, A8, B8, off1, off2, acc, cnt, lanes):
     """The plain-Python :func:`_group_sums` (without numba; never used for speed)."""
     T, stride = word_index.shape[0], A8.shape[1]
     for s in range(_GROUP):
@@ -287,7 +287,7 @@ if numba is not None:
     from numba.extending import intrinsic as _intrinsic
 
     @_intrinsic
-    def _group_sums(typingctx, z, word_index, A8, B8, d, off1, off2, acc, cnt, lanes):
+    def _group_sums(typingctx, z, word_index, A8, B8, off1, off2, acc, cnt, lanes):
         """The deletion sums of ``_GROUP`` samples over one block of ``lanes`` heads, as LLVM
         vectors (numba's own loops leave the heads scalar: it does not run LLVM's SLP
         vectoriser). Arguments: ``z`` uint8 (``d * _GROUP``,), the samples' masks, **0 or 1**,
@@ -315,16 +315,16 @@ if numba is not None:
         if not isinstance(lanes, _types.IntegerLiteral) or lanes.literal_value not in (2, 4, 8):
             return None
         width = lanes.literal_value
-        sig = _types.void(z, word_index, A8, B8, d, off1, off2, acc, cnt, lanes)
+        sig = _types.void(z, word_index, A8, B8, off1, off2, acc, cnt, lanes)
         for arr, ndim in ((z, 1), (word_index, 1), (A8, 2), (B8, 2), (acc, 1), (cnt, 1)):
             if not isinstance(arr, _types.Array) or arr.ndim != ndim or arr.layout != "C":
                 return None
 
         def codegen(context, builder, signature, args):
-            za, wa, aa, ba, d_, o1, o2, acca, cnta, _ = args
+            za, wa, aa, ba, o1, o2, acca, cnta, _ = args
             ty = signature.args
             arrays = [context.make_array(ty[k])(context, builder, args[k])
-                      for k in (0, 1, 2, 3, 7, 8)]
+                      for k in (0, 1, 2, 3, 6, 7)]
             zptr, wptr, aptr, bptr, optr, cptr = (a.data for a in arrays)
             n_tok = _cgutils.unpack_tuple(builder, arrays[1].shape, 1)[0]
             stride = _cgutils.unpack_tuple(builder, arrays[2].shape, 2)[1]
@@ -460,11 +460,11 @@ def delete_sums(masks, word_index, A, B, out, counts):
                     z[j * _GROUP + s] = 0
         for b in range(0, P, L):               # the lane count a literal per call
             if L == 2:
-                _group_sums(z, word_index, A8, B8, d, b, P + b, acc, cnt, 2)
+                _group_sums(z, word_index, A8, B8, b, P + b, acc, cnt, 2)
             elif L == 4:
-                _group_sums(z, word_index, A8, B8, d, b, P + b, acc, cnt, 4)
+                _group_sums(z, word_index, A8, B8, b, P + b, acc, cnt, 4)
             else:
-                _group_sums(z, word_index, A8, B8, d, b, P + b, acc, cnt, 8)
+                _group_sums(z, word_index, A8, B8, b, P + b, acc, cnt, 8)
         for s in range(g):
             counts[i0 + s] = cnt[s]
             for k in range(K):
