@@ -126,12 +126,7 @@ class DeleteEvaluator:
         r, counts = self.sums(z)
         K = self.K
         if self.backend == "numba":              # the same bits, one compiled pass
-            out = np.empty((len(r), K))
-            empty = np.zeros((0, K))
-            kernels.head_ratios(r, self.cls_num, self.cls_den,
-                                empty if self.fill_num is None else self.fill_num,
-                                empty if self.fill_den is None else self.fill_den, counts, out)
-            return out
+            return self._compiled_ratios(r, counts)
         num = r[:, :K] + self.cls_num
         den = r[:, K:] + self.cls_den
         if self.fill_num is not None:
@@ -147,8 +142,12 @@ class DeleteEvaluator:
         r = np.empty((n, 2 * K))
         counts = np.empty(n, dtype=np.int64)
         kernels.delete_sums(z, self.word_index, self.A, self.B, r, counts)
-        out = np.empty((n, K))
-        empty = np.zeros((0, K))
+        return self._compiled_ratios(r, counts)
+
+    def _compiled_ratios(self, r: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """:func:`kernels.head_ratios` of the sums ``r`` (n, 2K) and kept counts (n,)."""
+        out = np.empty((len(r), self.K))
+        empty = np.zeros((0, self.K))
         kernels.head_ratios(r, self.cls_num, self.cls_den,
                             empty if self.fill_num is None else self.fill_num,
                             empty if self.fill_den is None else self.fill_den, counts, out)
