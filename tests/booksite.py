@@ -98,9 +98,9 @@ def once_per_run(out: Path, build) -> tuple[Path, str, float]:
     test`'s processes asks first: the others wait for it (a lock beside ``out``) and read its
     result (html folder, log and seconds, or the failure) from a record of the run's id
     (``PYTEST_XDIST_TESTRUNUID``; a run without pytest-xdist records nothing for another). So the
-    tests that read the site (browser, explorer, PDF: groups of their own, scheduled after every
-    other unit, tests/conftest.py) run in either process once the site is built, instead of all
-    in the process that built it."""
+    tests that read the site (browser, explorer, PDF: groups of their own, sent once the book's
+    group is done, tests/conftest.py) run in either process, instead of all in the process that
+    built it."""
     import json
 
     from filelock import FileLock

@@ -225,7 +225,9 @@ def pytest_runtest_makereport(item, call):
 #   tests/results/test_results_deletion.py) are computed in one process, not in both.
 # * Longest first: the units are sent in the order of their seconds in the committed table of a
 #   whole run (book/data/test_durations.csv), so that the long ones start at once and the two
-#   processes finish together; the units that read the test site go last (:data:`SITE_READERS`).
+#   processes finish together; a unit that reads the test site (:data:`SITE_READERS`) is sent
+#   once the unit that builds it (:data:`SITE_BUILDER`) is done (:func:`next_unit`), so that
+#   neither process waits for the build and these long units do not all come last.
 #: Each test's seconds in the last measured whole run (setup + call + teardown).
 COMMITTED_DURATIONS = Path(__file__).resolve().parents[1] / "book" / "data" / "test_durations.csv"
 #: The seconds a test absent from that table is taken to last (most tests last under a second).
@@ -281,16 +283,18 @@ def committed_seconds(path: Path = COMMITTED_DURATIONS) -> dict[str, float]:
     return {split_group(r["test"])[0]: float(r["seconds"]) for r in csv.DictReader(rows)}
 
 
-#: The prefix of the groups that read the test site (browser, explorer, PDF): they go after every
-#: other unit, so that the process that does not build the site has other work while the site
-#: builds, and either process runs them once it is built (tests/booksite.py, once_per_run).
+#: The prefix of the groups that read the test site (browser, explorer, PDF): sent once the
+#: site is built (:func:`next_unit`), so that the process that does not build the site has other
+#: work meanwhile; either process then runs them (tests/booksite.py, once_per_run).
 SITE_READERS = "@site-"
+#: The unit that builds the test site (tests/book/test_book.py) and its student edition (the PDF
+#: check's student edition reuses that folder: tests/booksite.py, STUDENT_LOCK).
+SITE_BUILDER = "@book"
 
 
 def longest_units_first(nodeids: list[str], seconds: dict[str, float]) -> list[int]:
     """The order (indices into ``nodeids``) that runs the units of work (:func:`work_unit`) by
-    their total seconds, longest first, each unit's tests in their collected order; the units
-    that read the test site (:data:`SITE_READERS`) after all the others."""
+    their total seconds, longest first, each unit's tests in their collected order."""
     total: dict[str, float] = {}
     for nodeid in nodeids:
         unit = work_unit(nodeid)
@@ -298,11 +302,18 @@ def longest_units_first(nodeids: list[str], seconds: dict[str, float]) -> list[i
     first = {}
     for i, nodeid in enumerate(nodeids):
         first.setdefault(work_unit(nodeid), i)
-    def key(i):
-        unit = work_unit(nodeids[i])
-        return unit.startswith(SITE_READERS), -total[unit], first[unit], i
+    return sorted(range(len(nodeids)),
+                  key=lambda i: (-total[work_unit(nodeids[i])], first[work_unit(nodeids[i])], i))
 
-    return sorted(range(len(nodeids)), key=key)
+
+def next_unit(queue: list[str], site_built: bool) -> str:
+    """The unit of ``queue`` (units in the order they are sent: longest first) to send to a
+    process that asks for work: the first that can start at once. A unit that reads the test site
+    (:data:`SITE_READERS`) can once ``site_built``; before, it would wait for the build, so it is
+    sent only when nothing else is left."""
+    if not queue:
+        raise ValueError("next_unit: the queue is empty")
+    return next((u for u in queue if site_built or not u.startswith(SITE_READERS)), queue[0])
 
 
 @pytest.hookimpl(trylast=True)
@@ -322,8 +333,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """--dist loadgroup with :func:`work_unit`'s units, sent in the collected order (the workers
-    sorted it longest first) rather than by their number of tests."""
+    """--dist loadgroup with :func:`work_unit`'s units, sent longest first (the workers sorted
+    their collection so) as :func:`next_unit` picks them, rather than by their number of tests."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling
@@ -331,6 +342,18 @@ def pytest_xdist_make_scheduler(config, log):
     class LongestFirstGroups(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
+
+        def _site_built(self) -> bool:
+            """Every test of :data:`SITE_BUILDER` has reported (or the run has none)."""
+            if SITE_BUILDER in self.workqueue:
+                return False
+            return all(all(work[SITE_BUILDER].values()) for work in self.assigned_work.values()
+                       if SITE_BUILDER in work)
+
+        def _assign_work_unit(self, node) -> None:
+            unit = next_unit(list(self.workqueue), self._site_built())
+            self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
 
     config.option.loadscopereorder = False
     return LongestFirstGroups(config, log)

@@ -45,9 +45,9 @@ from booksite import (REPOSITORY_PAGES, ROOT, TEST_REPOSITORY, TOC, BuildFailed,
 # every number): a git hash or another hex digest, a load average, "uncommitted"
 from check_pdf import PROVENANCE
 
-# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: scheduled
-# after every unit that does not (tests/conftest.py), it runs in whichever process is free and
-# finds the site built once for the run (tests/booksite.py, once_per_run).
+# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: sent to
+# whichever process asks for work first once the book's group has built it (tests/conftest.py,
+# next_unit), it finds the site built once for the run (tests/booksite.py, once_per_run).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("site-browser")]
 
 CHROMIUM = os.environ.get("ATTNXAI_CHROMIUM", "/usr/bin/chromium")

@@ -40,9 +40,9 @@ from booksite import OUT, ROOT, book_env, execution_cache
 from conftest import make_tiny, tiny_text
 from test_browser import DESKTOP, PHONE, _serve, browser, server, site  # noqa: F401 (fixtures)
 
-# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: scheduled
-# after every unit that does not (tests/conftest.py), it runs in whichever process is free and
-# finds the site built once for the run (tests/booksite.py, once_per_run).
+# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: sent to
+# whichever process asks for work first once the book's group has built it (tests/conftest.py,
+# next_unit), it finds the site built once for the run (tests/booksite.py, once_per_run).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("site-explorer")]
 
 #: Largest |page - package| allowed, relative to the text's largest |score| of the explainer.

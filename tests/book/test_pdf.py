@@ -10,9 +10,9 @@ import pytest
 
 from booksite import ROOT, STUDENT_LOCK, BuildFailed, book_env, build_site
 
-# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: scheduled
-# after every unit that does not (tests/conftest.py), it runs in whichever process is free and
-# finds the site built once for the run (tests/booksite.py, once_per_run).
+# A unit of `make test`'s (pytest-xdist, --dist loadgroup) that reads the test site: sent to
+# whichever process asks for work first once the book's group has built it (tests/conftest.py,
+# next_unit), it finds the site built once for the run (tests/booksite.py, once_per_run).
 pytestmark = pytest.mark.xdist_group("site-pdf")
 
 TOOLS = ("xelatex", "latexmk", "pdftoppm", "pdftotext", "pdfinfo")
