@@ -248,27 +248,49 @@ def read_reviews(path: str | os.PathLike, checksum: str) -> dict[str, list[Revie
     """:func:`read_archive`'s reviews of the archive at ``path`` (sha256 ``checksum``), from the
     cache's parsed copy when it has a usable one (:mod:`attnxai.store.reviews`); else read from
     the archive, and the copy written for the next process (unless the cache cannot be written:
-    then the next process reads the archive too)."""
+    then the next process reads the archive too). Processes that find no copy at once (`make
+    book`'s two trainings, `make test`'s workers) read the archive one at a time under the copy's
+    writer lock, so the archive is read once and the others load the copy it left."""
     from .store import reviews
+    from .store.files import writer_lock
 
     try:
         copy: Path | None = reviews.copy_path(cache_dir() / "data", checksum)
     except CacheError:
         copy = None
     rows = None if copy is None else reviews.load(copy)
+    if rows is None and copy is not None:
+        try:
+            lock = writer_lock(copy)
+            lock.acquire()
+        except OSError:                      # a cache where no lock file can be written
+            lock = None
+        try:
+            rows = reviews.load(copy)        # written by the process that held the lock
+            if rows is None:
+                return _read_and_keep(path, copy)
+        finally:
+            if lock is not None:
+                lock.release()
     if rows is None:
-        parts = read_archive(path)
-        if copy is not None:
-            try:
-                reviews.save(copy, [(r.text, r.label, r.rating, r.id, r.split)
-                                    for split in reviews.SPLITS for r in parts[split]])
-            except OSError:
-                pass
-        return parts
+        return read_archive(path)
     out: dict[str, list[Review]] = {split: [] for split in reviews.SPLITS}
     for text, label, rating, rid, split in rows:
         out[split].append(Review(text, label, rating, rid, split))
     return out
+
+
+def _read_and_keep(path: str | os.PathLike, copy: Path) -> dict[str, list[Review]]:
+    """:func:`read_archive`, and its parsed copy written to ``copy`` when the cache allows."""
+    from .store import reviews
+
+    parts = read_archive(path)
+    try:
+        reviews.save(copy, [(r.text, r.label, r.rating, r.id, r.split)
+                            for split in reviews.SPLITS for r in parts[split]])
+    except OSError:
+        pass
+    return parts
 
 
 @dataclass

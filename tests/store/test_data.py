@@ -202,3 +202,40 @@ def test_a_read_only_cache_still_loads(tmp_path, monkeypatch):
     monkeypatch.setattr(reviews, "save", refuse)
     checksum = data.file_sha256(small)
     assert data.read_reviews(small, checksum) == read_archive(small)
+
+
+_READ_ONCE = """
+import sys, time
+from attnxai import data
+original = data.read_archive
+
+def counted(path):
+    with open(sys.argv[3], "a") as f:
+        f.write("read\\n")
+    time.sleep(1.0)                  # the others start meanwhile (the lock must hold them)
+    return original(path)
+
+data.read_archive = counted
+print(repr(data.read_reviews(sys.argv[1], sys.argv[2])))
+"""
+
+
+def test_processes_that_start_at_once_read_the_archive_once(tmp_path):
+    """Three processes that find no parsed copy at once (as `make book`'s two trainings do on a
+    fresh clone): one reads the archive, the others wait for its copy and load it, whenever each
+    starts; all get read_archive's reviews."""
+    import os
+    import subprocess
+    import sys
+
+    small = _small_archive(tmp_path / "small.tar.gz")
+    script, count = tmp_path / "read.py", tmp_path / "reads.txt"
+    script.write_text(_READ_ONCE)
+    env = {**os.environ, "ATTNXAI_CACHE": str(tmp_path / "cache")}
+    procs = [subprocess.Popen([sys.executable, str(script), str(small), data.file_sha256(small),
+                               str(count)], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert count.read_text().splitlines() == ["read"]
+    assert set(outs) == {repr(read_archive(small)) + "\n"}
