@@ -12,7 +12,8 @@ falls on both. It reports each run's wall time, the CPU time of its processes, t
 average before and after, and whether the venv holds exactly the versions of constraints.txt
 (``pip freeze``, less pip and uv themselves, ``+cpu`` dropped as constraints.txt drops it).
 Whether the set-up writes bytecode after uv's install (the modules the book imports, imported
-once) follows ``PYTHONDONTWRITEBYTECODE`` as in the Makefile (recorded in the header). Not a test: a run takes minutes and downloads from the package index.
+once) follows ``PYTHONDONTWRITEBYTECODE`` as in the Makefile (recorded in the header). Not a
+test: a run takes minutes and downloads from the package index.
 """
 
 from __future__ import annotations

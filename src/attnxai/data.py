@@ -255,11 +255,11 @@ def read_reviews(path: str | os.PathLike, checksum: str) -> dict[str, list[Revie
     from .store.files import writer_lock
 
     try:
-        copy: Path | None = reviews.copy_path(cache_dir() / "data", checksum)
+        copy = reviews.copy_path(cache_dir() / "data", checksum)
     except CacheError:
-        copy = None
-    rows = None if copy is None else reviews.load(copy)
-    if rows is None and copy is not None:
+        return read_archive(path)
+    rows = reviews.load(copy)
+    if rows is None:
         try:
             lock = writer_lock(copy)
             lock.acquire()
@@ -272,8 +272,6 @@ def read_reviews(path: str | os.PathLike, checksum: str) -> dict[str, list[Revie
         finally:
             if lock is not None:
                 lock.release()
-    if rows is None:
-        return read_archive(path)
     out: dict[str, list[Review]] = {split: [] for split in reviews.SPLITS}
     for text, label, rating, rid, split in rows:
         out[split].append(Review(text, label, rating, rid, split))

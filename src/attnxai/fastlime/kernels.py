@@ -43,9 +43,9 @@ How exactness is guaranteed.
   from 0.0 -- the very operations, in the same order, that :func:`delete_sums_numpy` does (its
   table holds those products and its sparse product adds rows ``1.0 * row`` in that order).
   For speed the heads are padded to a multiple of 8 (of 2 or 4 for fewer heads) and summed as
-  LLVM vectors, four samples
-  at a time, every token visited and a dropped token's term added as a zero (which changes no
-  sum's bits: :func:`_group_sums`); each lane does its head's operations in its head's order.
+  LLVM vectors, four samples at a time, every token visited and a dropped token's term added as
+  a zero (which changes no sum's bits: :func:`_group_sums`); each lane does its head's
+  operations in its head's order.
   numba compiles without ``fastmath``, so LLVM neither fuses multiply-adds nor reorders the
   sums: the results are equal to the bit (tested with ``np.array_equal`` for K = 1, 2, 4, 6,
   7, 11, 12).
